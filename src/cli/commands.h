@@ -1,0 +1,20 @@
+// Subcommand registration. Each Register* adds one subcommand whose callback
+// does the work and records its exit code with SetExitCode; errors are printed
+// to stderr as "tidal: <what>, <where>, <what to do>" and never thrown out.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tidal::cli {
+
+void RegisterCommands(CLI::App& app);
+
+// Defined in their own files.
+void RegisterSimCommands(CLI::App& app);
+void RegisterPlanCommand(CLI::App& app);
+void RegisterMfuCommand(CLI::App& app);
+
+void SetExitCode(int code);
+int ExitCode();
+
+}  // namespace tidal::cli

@@ -1,0 +1,67 @@
+#include "common/csv.h"
+
+#include <gtest/gtest.h>
+
+namespace tidal {
+namespace {
+
+TEST(CsvTest, ParsesHeaderRowsQuotesAndBlanks) {
+  auto t = CsvTable::Parse("\xEF\xBB\xBF" "a, b ,c\r\n1,\"x,y\",3\r\n\r\n4, 5 ,\"q\"\"\"\n", "mem.csv");
+  ASSERT_TRUE(t.has_value()) << t.error().ToString();
+  EXPECT_EQ(t->header(), (std::vector<std::string>{"a", "b", "c"}));
+  ASSERT_EQ(t->rows().size(), 2u);
+  EXPECT_EQ(t->rows()[0].field(1), "x,y");
+  EXPECT_EQ(t->rows()[1].field(1), "5");
+  EXPECT_EQ(t->rows()[1].field(2), "q\"");
+  EXPECT_EQ(t->rows()[1].line(), 4);
+}
+
+TEST(CsvTest, TruncatedLineNamesFileAndLine) {
+  auto t = CsvTable::Parse("a,b,c\n1,2,3\n4,5\n", "pods.csv");
+  ASSERT_FALSE(t.has_value());
+  EXPECT_NE(t.error().message.find("pods.csv:3"), std::string::npos) << t.error().message;
+  EXPECT_NE(t.error().message.find("expected 3 fields"), std::string::npos);
+}
+
+TEST(CsvTest, EmptyFileIsAnError) {
+  auto t = CsvTable::Parse("", "empty.csv");
+  ASSERT_FALSE(t.has_value());
+  EXPECT_NE(t.error().message.find("empty.csv"), std::string::npos);
+}
+
+TEST(CsvTest, UnterminatedQuoteIsAnError) {
+  auto t = CsvTable::Parse("a,b\n1,\"open\n", "q.csv");
+  ASSERT_FALSE(t.has_value());
+  EXPECT_NE(t.error().message.find("q.csv:2"), std::string::npos) << t.error().message;
+}
+
+TEST(CsvTest, TypedAccessorsReportColumnAndRange) {
+  auto t = CsvTable::Parse("n,x\n12,abc\n-5,1e999\n99999999999999999999,2.0\n7.0,0.5\n", "t.csv");
+  ASSERT_TRUE(t.has_value());
+  const auto& r = t->rows();
+  EXPECT_EQ(*r[0].Int(0, 0, 100), 12);
+  auto bad = r[0].Int(1, 0, 100);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("t.csv:2: column 'x'"), std::string::npos);
+  auto neg = r[1].Int(0, 0, 100);
+  ASSERT_FALSE(neg.has_value());
+  EXPECT_NE(neg.error().message.find("out of range"), std::string::npos);
+  EXPECT_FALSE(r[1].Double(1, 0, 1e300).has_value());  // inf is rejected
+  auto huge = r[2].Int(0, 0, INT64_MAX);
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_NE(huge.error().message.find("too large"), std::string::npos);
+  EXPECT_EQ(*r[3].IntLenient(0, 0, 10), 7);
+  EXPECT_FALSE(r[3].IntLenient(1, 0, 10).has_value());  // 0.5 is not whole
+  EXPECT_EQ(*r[2].IntLenient(1, 0, 10), 2);
+}
+
+TEST(CsvTest, MissingColumnListsHeader) {
+  auto t = CsvTable::Parse("a,b\n1,2\n", "h.csv");
+  ASSERT_TRUE(t.has_value());
+  auto c = t->RequireColumn("zz");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_NE(c.error().message.find("header has: a,b"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tidal
