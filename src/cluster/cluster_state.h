@@ -1,0 +1,145 @@
+// ClusterState: the capacity of every node and what is allocated on it.
+//
+// Invariants (checked by Bind/Unbind and by property tests):
+//  * 0 <= free <= capacity for CPU (milli-cores), memory (MiB) and each GPU
+//    (milli-GPU, capacity 1000 per device); all quantities are integers.
+//  * Every allocation is keyed by its job id and recorded exactly once; the sum
+//    of allocations on a node plus its free capacity equals its capacity.
+//  * Per-node aggregates (free whole GPUs, free milli-GPU) always equal what the
+//    per-device values imply; cluster totals equal the sum over nodes.
+//  * Each node carries a version that increases on every change, so plugins can
+//    cache per-node results and know when they are stale.
+//
+// Storage is struct-of-arrays indexed by NodeId, with the GPUs of all nodes in
+// one flat array (node n's devices are gpu_offset_[n] .. +gpu_count(n)).
+// The scheduler is the only writer; everything else reads through const&.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+
+namespace tidal {
+
+using NodeId = int32_t;
+using GpuModelId = int16_t;
+using JobId = int64_t;
+
+inline constexpr int32_t kMilliPerGpu = 1000;
+inline constexpr GpuModelId kNoGpuModel = -1;
+
+// Interns GPU model names ("T4", "V100M32", "H100") to small integer ids, so
+// type constraints compare integers on the hot path.
+class GpuModelRegistry {
+ public:
+  GpuModelId Intern(std::string_view name);
+  GpuModelId Find(std::string_view name) const;  // kNoGpuModel if unknown
+  const std::string& Name(GpuModelId id) const { return names_[static_cast<size_t>(id)]; }
+  size_t size() const { return names_.size(); }
+
+ private:
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, GpuModelId> ids_;
+};
+
+struct NodeSpec {
+  std::string name;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int32_t gpu_count = 0;
+  std::string gpu_model;  // empty for a CPU-only node
+};
+
+// What one job holds on one node. gpu_milli[i] is taken from device gpus[i].
+struct NodeAssignment {
+  NodeId node = -1;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  std::vector<int32_t> gpus;       // device indices local to the node
+  std::vector<int32_t> gpu_milli;  // milli-GPU taken from each of those devices
+};
+
+// A whole job's placement: one assignment per node it spans (gangs span many).
+struct Placement {
+  std::vector<NodeAssignment> assignments;
+  int64_t TotalGpuMilli() const;
+};
+
+class ClusterState {
+ public:
+  ClusterState() = default;
+
+  // Adds nodes; fails on duplicate names, negative sizes or an unknown layout.
+  Status AddNode(const NodeSpec& spec);
+  static Result<ClusterState> Build(const std::vector<NodeSpec>& nodes);
+
+  // --- read access -------------------------------------------------------
+  int32_t num_nodes() const { return static_cast<int32_t>(names_.size()); }
+  const std::string& node_name(NodeId n) const { return names_[n]; }
+  std::optional<NodeId> FindNode(std::string_view name) const;
+  GpuModelId gpu_model(NodeId n) const { return gpu_model_[n]; }
+  const GpuModelRegistry& models() const { return models_; }
+  GpuModelRegistry& mutable_models() { return models_; }
+
+  int64_t cpu_capacity(NodeId n) const { return cpu_cap_[n]; }
+  int64_t cpu_free(NodeId n) const { return cpu_free_[n]; }
+  int64_t memory_capacity(NodeId n) const { return mem_cap_[n]; }
+  int64_t memory_free(NodeId n) const { return mem_free_[n]; }
+  int32_t gpu_count(NodeId n) const { return gpu_count_[n]; }
+  // Free milli-GPU of each device of node n, in device-index order.
+  std::span<const int32_t> gpu_free(NodeId n) const {
+    return {gpu_free_.data() + gpu_offset_[n], static_cast<size_t>(gpu_count_[n])};
+  }
+  int32_t free_whole_gpus(NodeId n) const { return free_whole_[n]; }
+  int64_t gpu_milli_free(NodeId n) const { return gpu_milli_free_[n]; }
+  uint64_t version(NodeId n) const { return version_[n]; }
+
+  int64_t total_gpus() const { return total_gpus_; }
+  int64_t total_gpu_milli() const { return total_gpus_ * kMilliPerGpu; }
+  int64_t total_gpu_milli_free() const { return total_gpu_milli_free_; }
+  int64_t total_gpu_milli_allocated() const { return total_gpu_milli() - total_gpu_milli_free_; }
+  int64_t total_cpu_milli() const { return total_cpu_; }
+
+  bool HasAllocation(JobId job) const { return allocations_.contains(job); }
+  const Placement* FindAllocation(JobId job) const;
+  size_t num_allocations() const { return allocations_.size(); }
+
+  // Checks that `placement` fits on the current free capacity, without changing
+  // anything. The error names the node, the resource and the shortfall.
+  Status CanBind(const Placement& placement) const;
+
+  // --- writes (the scheduler is the only caller) --------------------------
+  // All-or-nothing: either every assignment is applied or none is.
+  Status Bind(JobId job, Placement placement);
+  // Returns the job's capacity; fails if the job holds nothing.
+  Status Unbind(JobId job);
+
+  // Recomputes every aggregate from the per-device values and compares; used
+  // by tests to prove the incremental bookkeeping never drifts.
+  Status CheckInvariants() const;
+
+ private:
+  void Apply(const NodeAssignment& a, int sign);
+
+  GpuModelRegistry models_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, NodeId> ids_;
+  std::vector<GpuModelId> gpu_model_;
+  std::vector<int64_t> cpu_cap_, cpu_free_, mem_cap_, mem_free_;
+  std::vector<int32_t> gpu_count_, gpu_offset_, free_whole_;
+  std::vector<int64_t> gpu_milli_free_;
+  std::vector<uint64_t> version_;
+  std::vector<int32_t> gpu_free_;
+  int64_t total_gpus_ = 0;
+  int64_t total_cpu_ = 0;
+  int64_t total_gpu_milli_free_ = 0;
+  std::unordered_map<JobId, Placement> allocations_;
+};
+
+}  // namespace tidal

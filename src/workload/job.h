@@ -1,0 +1,57 @@
+// Jobs as the scheduler sees them: what a job asks for, when it arrives and for
+// how long it runs. A job is one pod (single node) or a gang of GPUs that may
+// span nodes. Quantities are integers: milli-CPU, MiB, milli-GPU, seconds.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster_state.h"
+
+namespace tidal {
+
+// Kubernetes QoS classes plus Alibaba's LS/BE labels as they appear in traces.
+enum class Qos { kUnspecified, kLatencySensitive, kBestEffort, kBurstable, kGuaranteed };
+
+const char* QosName(Qos q);
+
+struct Job {
+  JobId id = 0;
+  std::string name;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int32_t num_gpu = 0;     // devices requested
+  int32_t gpu_milli = 0;   // per device; < 1000 only for a 1-GPU sharing job
+  std::vector<std::string> gpu_spec;  // allowed GPU models; empty = any
+  Qos qos = Qos::kUnspecified;
+  bool single_node = true;  // a pod; false = gang that may span nodes
+  std::string group;        // tenant / virtual cluster, "" if unknown
+
+  std::optional<int64_t> submit_time_s;     // creation / submission
+  std::optional<int64_t> end_time_s;        // deletion time as recorded
+  std::optional<int64_t> scheduled_time_s;  // start time as recorded
+  std::optional<int64_t> duration_s;        // run time once started
+
+  // Where the job was read from, for error messages: "file:line".
+  std::string source;
+
+  int64_t TotalGpuMilli() const { return int64_t{num_gpu} * gpu_milli; }
+  bool IsGpuSharing() const { return num_gpu == 1 && gpu_milli < kMilliPerGpu; }
+  bool IsCpuOnly() const { return num_gpu == 0; }
+};
+
+// A job's request with models resolved against a cluster's registry; what
+// plugins compare on the hot path.
+struct ResolvedGpuSpec {
+  std::vector<GpuModelId> allowed;  // empty = any model
+  bool Allows(GpuModelId m) const {
+    if (allowed.empty()) return true;
+    for (GpuModelId a : allowed)
+      if (a == m) return true;
+    return false;
+  }
+};
+
+}  // namespace tidal
