@@ -1,0 +1,399 @@
+#include "planner/calibration.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <regex>
+
+#include "common/csv.h"
+
+namespace tidal::planner {
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out;
+  for (char c : s) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return out;
+}
+
+bool Has(const std::string& hay, std::string_view needle) { return hay.find(needle) != std::string::npos; }
+
+// A number in the notes after `key`, e.g. "tokens/s/gpu=716" or
+// "iteration time 13.75 s".
+std::optional<double> NoteNumber(const std::string& notes_lower, const std::string& pattern) {
+  std::smatch m;
+  const std::regex re(pattern);
+  if (std::regex_search(notes_lower, m, re) && m.size() > 1) {
+    try {
+      return std::stod(m[1].str());
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+struct Columns {
+  size_t source, model, layers, hidden, heads, ffn, vocab, seq_len, global_batch, micro_batch, gpus, gpu_type, tp, pp,
+      dp, cp, ep, vpp, recompute, zero_stage, tflops, mfu, notes;
+};
+
+Result<Columns> FindColumns(const CsvTable& t) {
+  Columns c{};
+  const std::pair<const char*, size_t*> want[] = {
+      {"source", &c.source},       {"model", &c.model},
+      {"layers", &c.layers},       {"hidden", &c.hidden},
+      {"heads", &c.heads},         {"ffn", &c.ffn},
+      {"vocab", &c.vocab},         {"seq_len", &c.seq_len},
+      {"global_batch", &c.global_batch}, {"micro_batch", &c.micro_batch},
+      {"gpus", &c.gpus},           {"gpu_type", &c.gpu_type},
+      {"tp", &c.tp},               {"pp", &c.pp},
+      {"dp", &c.dp},               {"cp", &c.cp},
+      {"ep", &c.ep},               {"vpp", &c.vpp},
+      {"recompute", &c.recompute}, {"zero_stage", &c.zero_stage},
+      {"achieved_tflops_per_gpu", &c.tflops}, {"mfu_percent", &c.mfu},
+      {"notes", &c.notes},
+  };
+  for (auto [name, slot] : want) {
+    TIDAL_ASSIGN_OR_RETURN(*slot, t.RequireColumn(name));
+  }
+  return c;
+}
+
+// Optional integer column: empty -> nullopt, malformed -> error.
+Result<std::optional<int>> OptInt(const CsvRow& r, size_t col, int64_t min, int64_t max) {
+  if (r.Empty(col)) return std::optional<int>();
+  TIDAL_ASSIGN_OR_RETURN(int64_t v, r.IntLenient(col, min, max));
+  return std::optional<int>(static_cast<int>(v));
+}
+Result<std::optional<double>> OptDouble(const CsvRow& r, size_t col, double min, double max) {
+  if (r.Empty(col)) return std::optional<double>();
+  TIDAL_ASSIGN_OR_RETURN(double v, r.Double(col, min, max));
+  return std::optional<double>(v);
+}
+
+Split SplitOf(const std::string& source) {
+  const std::string s = Lower(source);
+  const bool calibration = Has(s, "performance_summary.md@8e3d65dcfe") || Has(s, "2104.04473 tab1") ||
+                           Has(s, "training speed and scalability' + images/model_table.png");
+  const bool strong_scaling_text = Has(s, "strong scaling text");
+  return calibration && !strong_scaling_text ? Split::kCalibration : Split::kHeldOut;
+}
+
+// Fills one case from one row; returns a skip reason or empty.
+Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase& k) {
+  TIDAL_ASSIGN_OR_RETURN(std::string_view source, r.Str(c.source));
+  TIDAL_ASSIGN_OR_RETURN(std::string_view model, r.Str(c.model));
+  TIDAL_ASSIGN_OR_RETURN(std::string_view gpu_type, r.Str(c.gpu_type));
+  TIDAL_ASSIGN_OR_RETURN(std::string_view notes_raw, r.Str(c.notes));
+  TIDAL_ASSIGN_OR_RETURN(std::string_view recompute_raw, r.Str(c.recompute));
+  TIDAL_ASSIGN_OR_RETURN(std::string_view zero_raw, r.Str(c.zero_stage));
+  k.line = r.line();
+  k.source = source;
+  k.model = model;
+  k.gpu_type = gpu_type;
+  k.split = SplitOf(k.source);
+  const std::string notes = Lower(notes_raw);
+  const std::string src = Lower(source);
+
+  TIDAL_ASSIGN_OR_RETURN(auto gpus, OptInt(r, c.gpus, 1, 10'000'000));
+  TIDAL_ASSIGN_OR_RETURN(auto layers, OptInt(r, c.layers, 1, 100000));
+  TIDAL_ASSIGN_OR_RETURN(auto hidden, OptInt(r, c.hidden, 1, 10'000'000));
+  TIDAL_ASSIGN_OR_RETURN(auto heads, OptInt(r, c.heads, 1, 100000));
+  TIDAL_ASSIGN_OR_RETURN(auto ffn, OptInt(r, c.ffn, 1, 100'000'000));
+  TIDAL_ASSIGN_OR_RETURN(auto vocab, OptInt(r, c.vocab, 1, 100'000'000));
+  TIDAL_ASSIGN_OR_RETURN(auto seq, OptInt(r, c.seq_len, 1, 1'000'000'000));
+  TIDAL_ASSIGN_OR_RETURN(auto gbs, OptInt(r, c.global_batch, 1, 1'000'000'000));
+  TIDAL_ASSIGN_OR_RETURN(auto mb, OptInt(r, c.micro_batch, 1, 1'000'000));
+  TIDAL_ASSIGN_OR_RETURN(auto tp, OptInt(r, c.tp, 1, 100000));
+  TIDAL_ASSIGN_OR_RETURN(auto pp, OptInt(r, c.pp, 1, 100000));
+  TIDAL_ASSIGN_OR_RETURN(auto dp, OptInt(r, c.dp, 1, 10'000'000));
+  TIDAL_ASSIGN_OR_RETURN(auto cp, OptInt(r, c.cp, 1, 100000));
+  TIDAL_ASSIGN_OR_RETURN(auto ep, OptInt(r, c.ep, 1, 100000));
+  TIDAL_ASSIGN_OR_RETURN(auto vpp, OptInt(r, c.vpp, 1, 100000));
+  TIDAL_ASSIGN_OR_RETURN(auto tflops, OptDouble(r, c.tflops, 0, 1e6));
+  TIDAL_ASSIGN_OR_RETURN(auto mfu, OptDouble(r, c.mfu, 0, 100));
+
+  if (!gpus) return std::string("gpus missing");
+  k.gpus = *gpus;
+  auto gpu = FindGpu(gpu_type);
+  if (!gpu) return gpu.error().message;
+  k.gpu = *gpu;
+
+  // Architecture: the row's columns win over a preset of the same name.
+  auto preset = FindModelPreset(model);
+  ModelSpec m;
+  if (preset) {
+    m = *preset;
+  } else if (!layers || !hidden || !heads) {
+    return fmt::format("architecture unknown: layers/hidden/heads not given and no preset named '{}'", model);
+  } else {
+    m.name = model;
+    m.kv_heads = *heads;
+  }
+  if (layers) m.layers = *layers;
+  if (hidden) m.hidden = *hidden;
+  if (heads) {
+    if (!preset || preset->heads != *heads) m.kv_heads = *heads;  // no GQA unless the preset says so
+    m.heads = *heads;
+  }
+  if (ffn && !(preset && preset->IsMoe())) m.ffn = *ffn;  // MoE rows give the expert width here
+  if (m.ffn == 0) {
+    m.ffn = 4 * m.hidden;
+    k.assumptions.push_back("ffn = 4h (Megatron GPT default)");
+  }
+  if (vocab) m.vocab = *vocab;
+  if (m.vocab == 0) return std::string("vocab missing and no preset");
+  if (seq) m.seq_len = *seq;
+  if (m.seq_len == 0) return std::string("seq_len missing and no preset");
+  if (!gbs) return std::string("global_batch missing");
+  m.global_batch = *gbs;
+  if (auto s = ValidateModel(m); !s) return s.error().message;
+  k.spec = m;
+
+  // Precision from the notes; A100 has one 16-bit peak so fp16/bf16 agree.
+  Precision prec;
+  if (Has(notes, "fp8")) {
+    prec = Precision::kFp8;
+  } else if (Has(notes, "bf16")) {
+    prec = Precision::kBf16;
+  } else if (Has(notes, "fp16")) {
+    prec = Precision::kFp16;
+  } else if (k.gpu.fp8_tflops <= 0) {
+    prec = Precision::kBf16;
+    k.assumptions.push_back("precision not stated: 16-bit (the GPU has no FP8; fp16 and bf16 share a peak)");
+  } else if (tflops && mfu && *mfu > 0) {
+    const double implied_peak = *tflops / (*mfu / 100.0);
+    if (std::abs(implied_peak / k.gpu.bf16_tflops - 1) < 0.05) {
+      prec = Precision::kBf16;
+      k.assumptions.push_back(fmt::format("precision bf16 inferred: TFLOPs / MFU = {:.0f} = BF16 peak", implied_peak));
+    } else if (std::abs(implied_peak / k.gpu.fp8_tflops - 1) < 0.05) {
+      prec = Precision::kFp8;
+      k.assumptions.push_back(fmt::format("precision fp8 inferred: TFLOPs / MFU = {:.0f} = FP8 peak", implied_peak));
+    } else {
+      return fmt::format("precision not stated and TFLOPs/MFU = {:.0f} matches no peak", implied_peak);
+    }
+  } else {
+    return std::string("precision not stated");
+  }
+  if (auto p = k.gpu.PeakFlops(prec); !p) return p.error().message;
+
+  // Parallel layout.
+  Strategy s;
+  s.precision = prec;
+  if (tp && pp) {
+    s.tp = *tp;
+    s.pp = *pp;
+  } else if (Has(notes, "(tpxpp)=1;") || Has(notes, "(tpxpp)=1 ")) {
+    s.tp = s.pp = 1;
+  } else {
+    return std::string("tp/pp not given (the split of model parallelism is unknown)");
+  }
+  s.cp = cp.value_or(1);
+  s.ep = ep.value_or(1);
+  s.vpp = vpp.value_or(1);
+  if (k.gpus % (s.tp * s.pp * s.cp) != 0) return std::string("gpus not divisible by tp*pp*cp");
+  s.dp = k.gpus / (s.tp * s.pp * s.cp);
+  if (dp && *dp != s.dp) {
+    return fmt::format("dp column {} disagrees with gpus/(tp*pp*cp) = {}", *dp, s.dp);
+  }
+  s.micro_batch = mb.value_or(1);
+  if (!mb) k.assumptions.push_back("micro-batch 1 (not stated; Megatron examples' value)");
+  if (m.global_batch % (s.micro_batch * s.dp) != 0) {
+    return fmt::format("global batch {} not divisible by micro-batch*dp = {}", m.global_batch, s.micro_batch * s.dp);
+  }
+  s.grad_accum = m.global_batch / (s.micro_batch * s.dp);
+
+  // FLOPs convention.
+  FlopsConvention conv;
+  if (auto tok = NoteNumber(notes, R"(tokens/s/gpu=([0-9.]+))"); tok && tflops) {
+    const double implied = *tflops * 1e12 / *tok;
+    const double meg = FlopsPerToken(m, m.seq_len, FlopsConvention::kMegatron);
+    const double cau = FlopsPerToken(m, m.seq_len, FlopsConvention::kMegatronCausal);
+    const double em = std::abs(implied / meg - 1), ec = std::abs(implied / cau - 1);
+    if (std::min(em, ec) > 0.04) {
+      return fmt::format(
+          "FLOPs convention unclear: TFLOPs / tokens-per-s = {:.3g} FLOP/token, Megatron formula {:.3g}, causal "
+          "{:.3g}",
+          implied, meg, cau);
+    }
+    conv = em <= ec ? FlopsConvention::kMegatron : FlopsConvention::kMegatronCausal;
+  } else if (Has(notes, "eq.3") || Has(notes, "incl. recompute")) {
+    conv = FlopsConvention::kNarayananEq3;
+  } else if (Has(notes, "eq.7") || Has(notes, "2024 megatron")) {
+    conv = FlopsConvention::kMegatron;
+  } else if (Has(src, "2104.04473")) {
+    conv = FlopsConvention::kNarayananEq3;
+    k.assumptions.push_back("FLOPs convention: the paper's eq. 3");
+  } else if (Has(src, "2205.05198")) {
+    conv = FlopsConvention::kMegatron;
+    k.assumptions.push_back("FLOPs convention: the paper's eq. 7 (model FLOPs)");
+  } else if (Has(src, "nvidia/nemo:")) {
+    conv = FlopsConvention::kMegatron;
+    k.assumptions.push_back("FLOPs convention: NeMo's Megatron formula (checked on rows printing tokens/s)");
+  } else {
+    return std::string("FLOPs convention not stated");
+  }
+  k.convention = conv;
+
+  // Recomputation and sequence parallelism.
+  const std::string rc = Lower(recompute_raw);
+  if (Has(rc, "microbatch-level")) return std::string("micro-batch-level recomputation is not modelled");
+  if (rc.starts_with("full")) {
+    s.recompute = Recompute::kFull;
+  } else if (rc.starts_with("selective")) {
+    s.recompute = Recompute::kSelective;
+  } else if (rc.empty()) {
+    s.recompute = conv == FlopsConvention::kNarayananEq3 ? Recompute::kFull : Recompute::kNone;
+    k.assumptions.push_back(fmt::format("recompute {} (not stated{})", RecomputeName(s.recompute),
+                                        conv == FlopsConvention::kNarayananEq3 ? "; the FLOPs count includes it" : ""));
+  } else {
+    return fmt::format("recompute '{}' not understood", recompute_raw);
+  }
+  const bool pre_sp = Has(src, "2104.04473") || Has(src, "gpt-3-example");  // before SP existed (2021)
+  s.sequence_parallel = s.tp > 1 && !Has(rc, "no sequence parallel") && !pre_sp;
+  if (Has(rc, "sequence parallel") || Has(rc, "+ sp")) s.sequence_parallel = !Has(rc, "no sequence parallel");
+
+  // ZeRO / distributed optimizer.
+  if (!zero_raw.empty()) {
+    int z = -1;
+    std::from_chars(zero_raw.data(), zero_raw.data() + zero_raw.size(), z);
+    if (z < 0 || z > 3) return fmt::format("zero_stage '{}' not understood", zero_raw);
+    s.zero_stage = z;
+  } else if (Has(notes, "overlap-param-gather") || Has(notes, "distributed optimizer") || Has(src, "nvidia/nemo:")) {
+    s.zero_stage = 1;
+    k.assumptions.push_back("distributed optimizer (implied by --overlap-param-gather / NeMo default)");
+  }
+  s.overlap_grad_reduce = !(Has(notes, "ddp=local") || Has(notes, "ddp=torch") || Has(notes, "no dp grad") ||
+                            Has(src, "2104.04473") || Has(src, "gpt-3-example"));
+  s.overlap_tp_comm = Has(notes, "tp-comm-overlap");
+  if (auto v = ValidateStrategy(m, s, k.gpus); !v) return v.error().message;
+  k.strategy = s;
+
+  // Measured throughput in the row's convention.
+  if (tflops) {
+    k.measured_tflops = *tflops;
+  } else if (mfu) {
+    k.measured_tflops = *mfu / 100.0 * (prec == Precision::kFp8 ? k.gpu.fp8_tflops : k.gpu.bf16_tflops);
+    k.assumptions.push_back("measured TFLOP/s = MFU x peak");
+  } else if (auto it = NoteNumber(notes, R"(iteration time ([0-9.]+) s)")) {
+    k.measured_tflops = FlopsPerToken(m, m.seq_len, conv) * m.global_batch * m.seq_len / *it / k.gpus / 1e12;
+    k.assumptions.push_back(fmt::format("measured TFLOP/s from the iteration time {} s", *it));
+  } else {
+    return std::string("no measured throughput (neither TFLOP/s, MFU nor iteration time)");
+  }
+  return std::string();
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::string_view SplitName(Split s) { return s == Split::kCalibration ? "calibration" : "held-out"; }
+
+Result<std::vector<CalibrationCase>> LoadCalibrationCases(const std::string& path) {
+  TIDAL_ASSIGN_OR_RETURN(CsvTable t, CsvTable::ReadFile(path));
+  TIDAL_ASSIGN_OR_RETURN(Columns c, FindColumns(t));
+  std::vector<CalibrationCase> out;
+  for (const auto& r : t.rows()) {
+    CalibrationCase k;
+    TIDAL_ASSIGN_OR_RETURN(std::string reason, FillCase(r, c, k));
+    k.usable = reason.empty();
+    k.skip_reason = std::move(reason);
+    if (k.line == 0) k.line = r.line();
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+double PredictCaseTflops(const CalibrationCase& c, const Calibration& cal) {
+  const Placement pl = DefaultPlacement(c.gpu, c.gpus);
+  const Prediction p = PredictUnchecked(c.spec, c.gpu, pl, c.strategy, cal);
+  const double flops = FlopsPerToken(c.spec, c.spec.seq_len, c.convention) * c.spec.global_batch * c.spec.seq_len;
+  return flops / p.step_time_s / c.gpus / 1e12;
+}
+
+ValidationReport Validate(const std::vector<CalibrationCase>& cases, const Calibration& cal,
+                          std::optional<Split> only) {
+  ValidationReport rep;
+  std::vector<double> errs;
+  for (const auto& c : cases) {
+    if (only && c.split != *only) continue;
+    if (!c.usable) {
+      rep.skipped.push_back({c.line, c.model, c.skip_reason});
+      continue;
+    }
+    ValidationRow r;
+    r.line = c.line;
+    r.model = c.model;
+    r.gpus = c.gpus;
+    r.gpu_type = c.gpu_type;
+    r.split = c.split;
+    r.predicted_tflops = PredictCaseTflops(c, cal);
+    r.measured_tflops = c.measured_tflops;
+    r.error_pct = (r.predicted_tflops - r.measured_tflops) / r.measured_tflops * 100.0;
+    r.convention = std::string(FlopsConventionName(c.convention));
+    errs.push_back(std::abs(r.error_pct));
+    rep.rows.push_back(std::move(r));
+  }
+  rep.rows_used = static_cast<int>(rep.rows.size());
+  rep.rows_skipped = static_cast<int>(rep.skipped.size());
+  rep.median_abs_error_pct = Median(errs);
+  rep.max_abs_error_pct = errs.empty() ? 0 : *std::max_element(errs.begin(), errs.end());
+  return rep;
+}
+
+Calibration FitCalibration(const std::vector<CalibrationCase>& cases, const Calibration& start) {
+  std::vector<const CalibrationCase*> fit_rows;
+  for (const auto& c : cases) {
+    if (c.usable && c.split == Split::kCalibration) fit_rows.push_back(&c);
+  }
+  Calibration cal = start;
+  auto loss = [&](const Calibration& k) {
+    double l = 0;
+    for (const auto* c : fit_rows) {
+      const double e = std::log(PredictCaseTflops(*c, k) / c->measured_tflops);
+      l += e * e;
+    }
+    return l;
+  };
+  // The parameters: one GEMM fraction per (GPU, precision class) that has
+  // calibration rows, plus the collective efficiency.
+  std::vector<std::pair<std::string, bool>> keys;
+  for (const auto* c : fit_rows) {
+    std::pair<std::string, bool> key{c->gpu.name, c->strategy.precision == Precision::kFp8};
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  }
+  for (const auto& [g, f8] : keys) cal.SetGemmFraction(g, f8, cal.GemmFraction(g, f8));
+  auto golden = [&](auto set, double lo, double hi) {
+    const double phi = (std::sqrt(5.0) - 1) / 2;
+    double a = lo, b = hi;
+    for (int i = 0; i < 40; ++i) {
+      const double x1 = b - phi * (b - a), x2 = a + phi * (b - a);
+      Calibration c1 = cal, c2 = cal;
+      set(c1, x1);
+      set(c2, x2);
+      if (loss(c1) < loss(c2)) {
+        b = x2;
+      } else {
+        a = x1;
+      }
+    }
+    set(cal, (a + b) / 2);
+  };
+  for (int sweep = 0; sweep < 4; ++sweep) {
+    for (const auto& [g, f8] : keys) {
+      golden([&, g = g, f8 = f8](Calibration& c, double v) { c.SetGemmFraction(g, f8, v); }, 0.15, 1.0);  // physical range of a fraction of peak
+    }
+    golden([](Calibration& c, double v) { c.collective_efficiency = v; }, 0.1, 1.0);
+  }
+  return cal;
+}
+
+}  // namespace tidal::planner

@@ -1,0 +1,423 @@
+#include "planner/cost_model.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+
+#include <yaml-cpp/yaml.h>
+
+namespace tidal::planner {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// Memory-bound kernels (norms, activations, optimizer) reach about this share
+// of HBM bandwidth; a datasheet-level constant, not fitted.
+constexpr double kHbmEfficiency = 0.7;
+// GEMM dimension at which efficiency is halved by tile/wave quantisation
+// (a 128-wide tile is the unit tensor-core kernels schedule).
+constexpr double kShapeHalf = 128.0;
+// CUDA context, NCCL and allocator reserve per GPU.
+constexpr double kFixedBufferGib = 2.5;
+
+double Shape(double n) { return n / (n + kShapeHalf); }
+
+// Alpha-beta collective costs; bytes are the full buffer, bw in GB/s per GPU.
+double RingAllReduce(double bytes, int g, Link l, double eff) {
+  if (g <= 1) return 0;
+  return 2.0 * (g - 1) / g * bytes / (l.gbps * 1e9 * eff) + 2.0 * std::log2(g) * l.latency_us * 1e-6;
+}
+double RingGatherOrScatter(double bytes, int g, Link l, double eff) {
+  if (g <= 1) return 0;
+  return 1.0 * (g - 1) / g * bytes / (l.gbps * 1e9 * eff) + std::log2(g) * l.latency_us * 1e-6;
+}
+
+int CeilDiv(int a, int b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::string_view RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+Result<Recompute> ParseRecompute(std::string_view s) {
+  if (s == "none" || s.empty()) return Recompute::kNone;
+  if (s == "selective") return Recompute::kSelective;
+  if (s == "full") return Recompute::kFull;
+  return MakeError(ErrorCode::kInvalidArgument, "unknown recompute '{}': use none, selective or full", s);
+}
+
+double Calibration::GemmFraction(const std::string& gpu, bool fp8) const {
+  for (const auto& e : entries) {
+    if (e.gpu == gpu && e.fp8 == fp8) return e.gemm_fraction;
+  }
+  // Hopper-class fallbacks: H200 is H100 silicon; Blackwell has no published
+  // rows in the calibration set, so it borrows Hopper's achievable fraction.
+  for (const auto& e : entries) {
+    if (e.gpu == "h100" && e.fp8 == fp8) return e.gemm_fraction;
+  }
+  for (const auto& e : entries) {
+    if (e.fp8 == fp8) return e.gemm_fraction;
+  }
+  return 0.6;
+}
+
+void Calibration::SetGemmFraction(const std::string& gpu, bool fp8, double v) {
+  for (auto& e : entries) {
+    if (e.gpu == gpu && e.fp8 == fp8) {
+      e.gemm_fraction = v;
+      return;
+    }
+  }
+  entries.push_back({gpu, fp8, v});
+}
+
+Placement DefaultPlacement(const GpuSpec& gpu, int gpus) {
+  Placement pl;
+  pl.gpus = gpus;
+  pl.gpus_per_domain = gpu.nvlink_domain;
+  pl.nodes = CeilDiv(gpus, std::min(gpu.nvlink_domain, 8));
+  pl.nvlink_gbps = gpu.nvlink_gbps;
+  pl.nvlink_latency_us = 3;
+  pl.levels = {{"leaf", 32 * gpu.nvlink_domain, gpu.nic_gbps, 5}, {"spine", 0, gpu.nic_gbps, 8}};
+  return pl;
+}
+
+Result<Placement> ParseClusterSpec(std::string_view spec, const GpuSpec& gpu, int gpus) {
+  Placement pl = DefaultPlacement(gpu, gpus);
+  const std::string path(spec);
+  if (std::filesystem::exists(path)) {
+    // YAML form: gpus_per_domain, nvlink_gbps, nvlink_latency_us, nodes,
+    // levels: [{name, span_gpus, gbps, latency_us}, ...]
+    try {
+      YAML::Node n = YAML::LoadFile(path);
+      if (n["gpus_per_domain"]) pl.gpus_per_domain = n["gpus_per_domain"].as<int>();
+      if (n["nvlink_gbps"]) pl.nvlink_gbps = n["nvlink_gbps"].as<double>();
+      if (n["nvlink_latency_us"]) pl.nvlink_latency_us = n["nvlink_latency_us"].as<double>();
+      if (n["nodes"]) pl.nodes = n["nodes"].as<int>();
+      if (n["levels"]) {
+        pl.levels.clear();
+        for (const auto& l : n["levels"]) {
+          pl.levels.push_back({l["name"].as<std::string>("level"), l["span_gpus"].as<int>(0),
+                               l["gbps"].as<double>(), l["latency_us"].as<double>(5)});
+        }
+      }
+    } catch (const YAML::Exception& e) {
+      return MakeError(ErrorCode::kParse, "{}:{}: cluster spec: {}", path, e.mark.line + 1, e.msg);
+    }
+  } else {
+    // key=value[,key=value...]
+    size_t pos = 0;
+    while (pos < spec.size()) {
+      size_t end = spec.find(',', pos);
+      if (end == std::string_view::npos) end = spec.size();
+      std::string_view item = spec.substr(pos, end - pos);
+      pos = end + 1;
+      if (item.empty()) continue;
+      const size_t eq = item.find('=');
+      if (eq == std::string_view::npos) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "--cluster '{}': item '{}' is not key=value (keys: domain, nvlink, net, latency, leaf, "
+                         "spine_latency, nodes) nor an existing YAML file",
+                         spec, item);
+      }
+      const std::string_view key = item.substr(0, eq);
+      const std::string_view val = item.substr(eq + 1);
+      double v = 0;
+      auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), v);
+      if (ec != std::errc() || p != val.data() + val.size() || v <= 0) {
+        return MakeError(ErrorCode::kInvalidArgument, "--cluster: '{}' needs a positive number, got '{}'", key, val);
+      }
+      if (key == "domain") {
+        pl.gpus_per_domain = static_cast<int>(v);
+      } else if (key == "nvlink") {
+        pl.nvlink_gbps = v;
+      } else if (key == "net") {
+        for (auto& l : pl.levels) l.gbps = v;
+      } else if (key == "latency") {
+        pl.levels.front().latency_us = v;
+      } else if (key == "spine_latency") {
+        pl.levels.back().latency_us = v;
+      } else if (key == "leaf") {
+        pl.levels.front().span_gpus = static_cast<int>(v);
+      } else if (key == "nodes") {
+        pl.nodes = static_cast<int>(v);
+      } else {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "--cluster: unknown key '{}' (keys: domain, nvlink, net, latency, leaf, spine_latency, nodes)",
+                         key);
+      }
+    }
+  }
+  if (pl.gpus_per_domain <= 0 || pl.nvlink_gbps <= 0 || pl.levels.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "cluster spec '{}': domain size, NVLink bandwidth and at least one "
+                     "network level are required", spec);
+  }
+  return pl;
+}
+
+Link LinkFor(const Placement& pl, int span) {
+  if (span <= pl.gpus_per_domain || pl.levels.empty()) return {pl.nvlink_gbps, pl.nvlink_latency_us};
+  for (const auto& l : pl.levels) {
+    if (l.span_gpus == 0 || span <= l.span_gpus) return {l.gbps, l.latency_us};
+  }
+  return {pl.levels.back().gbps, pl.levels.back().latency_us};
+}
+
+Calibration DefaultCalibration() {
+  Calibration c;
+  c.entries = {{"a100", false, 0.728}, {"h100", false, 0.716}, {"h100", true, 0.597}};
+  c.collective_efficiency = 1.0;
+  return c;
+}
+
+Status ValidateStrategy(const ModelSpec& m, const Strategy& s, int gpus) {
+  auto bad = [&](std::string_view what) {
+    return MakeError(ErrorCode::kInvalidArgument, "strategy tp={} pp={} dp={} cp={} ep={}: {}", s.tp, s.pp, s.dp,
+                     s.cp, s.ep, what);
+  };
+  if (s.tp < 1 || s.pp < 1 || s.dp < 1 || s.cp < 1 || s.ep < 1 || s.vpp < 1 || s.micro_batch < 1 ||
+      s.grad_accum < 1)
+    return bad("every size must be at least 1");
+  if (s.Gpus() != gpus) return bad(fmt::format("tp*pp*dp*cp = {} but the job has {} GPUs", s.Gpus(), gpus));
+  if (m.heads % s.tp != 0 || m.kv_heads % s.tp != 0) return bad("tp must divide the attention heads and KV heads");
+  if (s.pp > m.layers) return bad("more pipeline stages than layers");
+  if (s.first_stage_layers > 0 || s.last_stage_layers > 0) {
+    if (s.pp < 3 || s.vpp != 1) return bad("uneven pipeline split needs pp >= 3 and no virtual stages");
+    const int middle = m.layers - s.first_stage_layers - s.last_stage_layers;
+    if (middle <= 0 || middle % (s.pp - 2) != 0) return bad("uneven split does not add up to the layer count");
+  } else if (m.layers % s.pp != 0) {
+    return bad("pp must divide the layer count (or give an uneven first/last stage split)");
+  }
+  if (s.vpp > 1) {
+    if (s.pp < 2) return bad("virtual pipeline stages need pp > 1");
+    if ((m.layers / s.pp) % s.vpp != 0) return bad("vpp must divide the layers per pipeline stage");
+    if (s.grad_accum % s.pp != 0) return bad("the interleaved schedule needs micro-batches divisible by pp");
+  }
+  if (s.cp > 1 && m.seq_len % (2 * s.cp) != 0) return bad("sequence length must be divisible by 2*cp");
+  if (!m.IsMoe() && s.ep != 1) return bad("expert parallelism needs an MoE model");
+  if (m.IsMoe() && (m.experts % s.ep != 0 || (s.dp * s.cp) % s.ep != 0))
+    return bad("ep must divide the experts and dp*cp");
+  if (s.zero_stage < 0 || s.zero_stage > 3) return bad("zero stage must be 0..3");
+  return Ok();
+}
+
+Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placement& pl, const Strategy& s,
+                            const Calibration& cal) {
+  Prediction out;
+  const bool fp8 = s.precision == Precision::kFp8;
+  const double peak16 = gpu.bf16_tflops * 1e12;
+  const double peak_run = (fp8 ? gpu.fp8_tflops : gpu.bf16_tflops) * 1e12;
+  const double a16 = cal.GemmFraction(gpu.name, false);
+  const double a_lin = fp8 ? cal.GemmFraction(gpu.name, true) : a16;
+  const double peak_lin = fp8 ? gpu.fp8_tflops * 1e12 : peak16;
+  const double beta = cal.collective_efficiency;
+  const double hbm = gpu.hbm_tbps * 1e12 * kHbmEfficiency;
+
+  const double h = m.hidden;
+  const double q = static_cast<double>(m.heads) * m.HeadDim();
+  const double kv = static_cast<double>(m.kv_heads) * m.HeadDim();
+  const int tp = s.tp;
+  const bool sp = s.sequence_parallel && tp > 1;
+  const double tokens = static_cast<double>(s.micro_batch) * m.seq_len / s.cp;  // per CP rank
+  const int stage_layers =
+      s.first_stage_layers > 0 ? (m.layers - s.first_stage_layers - s.last_stage_layers) / (s.pp - 2) : m.layers / s.pp;
+  const double moe_frac = static_cast<double>(m.MoeLayers()) / m.layers;
+  const ForwardFlops ff = ForwardFlopsPerToken(m, m.seq_len);
+
+  // --- compute per micro-batch on the critical (last) stage ---------------
+  const double per_layer_linear = ff.linear / m.layers;
+  const double per_layer_expert = ff.expert / m.layers;
+  const double per_layer_attn = ff.attention / m.layers;
+  const double n_dense = std::min({h, q / tp, m.ffn > 0 ? static_cast<double>(m.ffn) / tp : h});
+  const double lin_rate = peak_lin * a_lin * Shape(n_dense);
+  double exp_rate = lin_rate;
+  if (m.IsMoe()) {
+    const double tokens_per_expert = tokens * m.top_k * s.ep / m.experts;
+    exp_rate = peak_lin * a_lin * Shape(std::min(h, static_cast<double>(m.expert_ffn) / tp)) * Shape(tokens_per_expert);
+  }
+  const double attn_rate = peak16 * a16 * Shape(m.HeadDim());
+  const double logit_rate = peak16 * a16 * Shape(std::min(h, static_cast<double>(m.vocab) / tp));
+
+  const double lin_fwd = tokens * per_layer_linear * stage_layers / tp / lin_rate;
+  const double exp_fwd = tokens * per_layer_expert * stage_layers / tp / exp_rate;
+  const double attn_fwd = tokens * per_layer_attn * stage_layers / tp / attn_rate;
+  const double logit_fwd = tokens * ff.logits / tp / logit_rate;
+  // Memory-bound kernels: ~14 hidden-sized and 3 FFN-sized tensor passes per
+  // layer forward, twice that backward; hidden-sized ones are sharded only
+  // with sequence parallelism.
+  const double ffn_act = (1 - moe_frac) * m.ffn * (m.gated_mlp ? 2 : 1) +
+                         moe_frac * (m.top_k + m.shared_experts) * m.expert_ffn * (m.gated_mlp ? 2 : 1);
+  const double ew_bytes = 3.0 * 2.0 * tokens * (14.0 * h / (sp ? tp : 1) + 3.0 * ffn_act / tp) * stage_layers;
+  const double ew = ew_bytes / hbm;
+
+  double layers_fwd = lin_fwd + exp_fwd + attn_fwd;
+  double compute_mb = 3 * layers_fwd + 3 * logit_fwd + ew;
+  double recompute_mb = 0;
+  if (s.recompute == Recompute::kFull) {
+    recompute_mb = layers_fwd + ew / 3;
+  } else if (s.recompute == Recompute::kSelective) {
+    recompute_mb = attn_fwd + ew / 12;
+  }
+  compute_mb += recompute_mb;
+
+  // --- TP collectives: 2 all-reduce (or AG+RS pairs) forward, 2 backward ---
+  double tp_mb = 0;
+  if (tp > 1) {
+    const Link l = LinkFor(pl, tp);
+    const double msg = tokens * h * 2;
+    const double per_layer = 4 * RingAllReduce(msg, tp, l, beta);
+    tp_mb = per_layer * stage_layers * (s.recompute == Recompute::kFull ? 1.5 : 1.0);
+    if (s.overlap_tp_comm) tp_mb = std::max(0.2 * tp_mb, tp_mb - 3 * lin_fwd);
+  }
+  // --- CP ring attention: KV chunks around the ring, hidden behind attention
+  double cp_mb = 0;
+  if (s.cp > 1) {
+    const Link l = LinkFor(pl, tp * s.cp);
+    const double chunk = tokens * 2 * kv / tp * 2;
+    const double per_layer =
+        3.0 * (s.cp - 1) * (chunk / (l.gbps * 1e9 * beta) + l.latency_us * 1e-6);
+    const double attn_layer = 3 * attn_fwd / stage_layers;
+    cp_mb = std::max(0.0, per_layer - attn_layer) * stage_layers;
+  }
+  // --- EP all-to-all: dispatch + combine forward and backward -------------
+  double ep_mb = 0;
+  if (m.IsMoe() && s.ep > 1) {
+    const Link l = LinkFor(pl, tp * s.cp * s.ep);
+    const double bytes = tokens / (sp ? tp : 1) * m.top_k * h * 2 * (s.ep - 1) / s.ep;
+    const double per_layer = 4 * (bytes / (l.gbps * 1e9 * beta) + l.latency_us * 1e-6);
+    ep_mb = per_layer * stage_layers * moe_frac * (s.recompute == Recompute::kFull ? 1.5 : 1.0);
+  }
+  const double t_mb = compute_mb + tp_mb + cp_mb + ep_mb;
+  const int mbs = s.grad_accum;
+
+  // --- pipeline ---------------------------------------------------------
+  double bubble = 0, pp_comm = 0;
+  if (s.pp > 1) {
+    bubble = static_cast<double>(s.pp - 1) / s.vpp * t_mb;
+    const Link l = LinkFor(pl, 2 * tp * s.cp * s.dp);
+    const double bytes = tokens * h * 2 / (sp ? tp : 1);
+    pp_comm = 2.0 * s.vpp * mbs * (bytes / (l.gbps * 1e9 * beta) + l.latency_us * 1e-6);
+  }
+
+  // --- data parallel ----------------------------------------------------
+  const double attn_params = m.AttentionParamsPerLayer();
+  double dense_params = stage_layers * (attn_params + (1 - moe_frac) * m.DenseMlpParams()) / tp;
+  double expert_params = 0;
+  if (m.IsMoe()) {
+    dense_params += stage_layers * moe_frac * (m.shared_experts * m.ExpertParams() / tp + h * m.experts);
+    expert_params = stage_layers * moe_frac * (static_cast<double>(m.experts) / s.ep) * m.ExpertParams() / tp;
+  }
+  dense_params += (s.pp == 1 ? m.EmbeddingParams() : static_cast<double>(m.vocab) * h) / tp;
+  const int g_dense = s.dp * s.cp;
+  const int g_exp = std::max(1, g_dense / s.ep);
+  const Link dl = LinkFor(pl, tp * s.cp * s.dp);
+  const double win_bwd = (2.0 / 3.0) * compute_mb;
+  const double win_fwd = (1.0 / 3.0) * compute_mb;
+  double dp_total = 0, dp_exposed = 0;
+  if (s.zero_stage == 3) {
+    // Weights gathered for forward and again for backward, gradients
+    // reduce-scattered: every micro-batch, prefetched behind its compute.
+    const double per_mb = 2 * RingGatherOrScatter(dense_params * 2, g_dense, dl, beta) +
+                          RingGatherOrScatter(dense_params * 2, g_dense, dl, beta) +
+                          3 * RingGatherOrScatter(expert_params * 2, g_exp, dl, beta);
+    dp_total = per_mb * mbs;
+    dp_exposed = (s.overlap_grad_reduce ? std::max(0.0, per_mb - compute_mb) : per_mb) * mbs;
+  } else {
+    double grad = 0, param = 0;
+    if (s.zero_stage == 0) {
+      grad = RingAllReduce(dense_params * 4, g_dense, dl, beta) + RingAllReduce(expert_params * 4, g_exp, dl, beta);
+    } else {
+      grad = RingGatherOrScatter(dense_params * 4, g_dense, dl, beta) +
+             RingGatherOrScatter(expert_params * 4, g_exp, dl, beta);
+      param = RingGatherOrScatter(dense_params * 2, g_dense, dl, beta) +
+              RingGatherOrScatter(expert_params * 2, g_exp, dl, beta);
+    }
+    dp_total = grad + param;
+    dp_exposed = s.overlap_grad_reduce ? std::max(0.0, grad - win_bwd) + std::max(0.0, param - win_fwd) : dp_total;
+  }
+
+  // --- optimizer: memory-bound Adam over the local shard --------------------
+  const double opt_params = s.zero_stage >= 1 ? dense_params / g_dense + expert_params / g_exp
+                                              : dense_params + expert_params;
+  const double optimizer = opt_params * 32 / hbm;
+
+  const double step = mbs * t_mb + bubble + pp_comm + dp_exposed + optimizer;
+
+  // --- outputs ------------------------------------------------------------
+  auto& t = out.time;
+  t.compute_s = mbs * compute_mb;
+  t.recompute_s = mbs * recompute_mb;
+  t.bubble_s = bubble;
+  t.tp_comm_s = mbs * tp_mb;
+  t.cp_comm_s = mbs * cp_mb;
+  t.ep_comm_s = mbs * ep_mb;
+  t.pp_comm_s = pp_comm;
+  t.dp_comm_s = dp_exposed;
+  t.dp_comm_total_s = dp_total;
+  t.optimizer_s = optimizer;
+  out.step_time_s = step;
+  const double step_tokens = static_cast<double>(s.GlobalBatch()) * m.seq_len;
+  out.tokens_per_s = step_tokens / step;
+  const int gpus = s.Gpus();
+  out.model_flops_per_step = FlopsPerToken(m, m.seq_len, FlopsConvention::kMegatron) * step_tokens;
+  double extra = 0;
+  if (s.recompute == Recompute::kFull) extra = ff.linear + ff.expert + 2 * ff.attention;
+  if (s.recompute == Recompute::kSelective) extra = 2 * ff.attention;
+  out.hardware_flops_per_step = out.model_flops_per_step + extra * step_tokens;
+  out.tflops_per_gpu = out.model_flops_per_step / step / gpus / 1e12;
+  out.mfu = out.model_flops_per_step / (step * gpus * peak_run);
+  out.hfu = out.hardware_flops_per_step / (step * gpus * peak_run);
+  const double exposed_comm = t.tp_comm_s + t.cp_comm_s + t.ep_comm_s + t.pp_comm_s + t.dp_comm_s;
+  out.comm_share = exposed_comm / step;
+
+  // --- memory (first stage activations, last stage parameters: the worst case)
+  auto& mem = out.memory;
+  const double params = dense_params + expert_params;
+  const double shard3 = s.zero_stage == 3;
+  const double w_bytes = 2.0 + (fp8 ? 1.0 : 0.0);
+  mem.weights_gib = (shard3 ? dense_params / g_dense + expert_params / g_exp : params) * w_bytes / kGiB;
+  mem.gradients_gib = (s.zero_stage >= 2 ? dense_params / g_dense + expert_params / g_exp : params) * 4 / kGiB;
+  mem.optimizer_gib = opt_params * 12 / kGiB;
+  // Activations per token per layer (bytes), Korthikanti et al. generalised:
+  // 10h unsharded without SP (norm inputs, dropout masks, block inputs),
+  // Q/K/V/context and MLP tensors sharded by TP.
+  const double mlp_dense = m.gated_mlp ? 6.0 * m.ffn : 4.0 * m.ffn;
+  const double mlp_moe = (m.top_k + m.shared_experts) * (2 * h + (m.gated_mlp ? 6.0 : 4.0) * m.expert_ffn);
+  double mlp = (1 - moe_frac) * mlp_dense + moe_frac * mlp_moe;
+  if (s.recompute == Recompute::kSelective) {
+    mlp -= 2.0 * ((1 - moe_frac) * m.ffn + moe_frac * (m.top_k + m.shared_experts) * m.expert_ffn);
+  }
+  const double full_layer = 10 * h / (sp ? tp : 1) + (4 * q + 4 * kv + mlp) / tp;
+  const double per_layer_token = s.recompute == Recompute::kFull ? 2 * h / (sp ? tp : 1) : full_layer;
+  const int first_layers = s.first_stage_layers > 0 ? s.first_stage_layers : stage_layers;
+  double in_flight = std::min(s.pp, mbs);
+  if (s.vpp > 1) in_flight *= 1.0 + static_cast<double>(s.pp - 1) / (s.pp * s.vpp);
+  double act = tokens * per_layer_token * first_layers * in_flight;
+  if (s.recompute == Recompute::kFull) act += tokens * full_layer;  // one layer re-materialised
+  act += tokens * static_cast<double>(m.vocab) / tp * 6;             // fp32 logits and their gradient
+  mem.activations_gib = act / kGiB;
+  mem.buffers_gib = kFixedBufferGib;
+  if (shard3) mem.buffers_gib += 2 * (attn_params + m.DenseMlpParams()) * 2 / tp / kGiB;  // prefetch
+  out.memory_gib = mem.TotalGib();
+  out.fits = out.memory_gib <= gpu.hbm_gib;
+  return out;
+}
+
+Result<Prediction> Predict(const ModelSpec& m, const GpuSpec& gpu, const Placement& pl, const Strategy& s,
+                           const Calibration& cal) {
+  TIDAL_RETURN_IF_ERROR(ValidateModel(m));
+  TIDAL_RETURN_IF_ERROR(ValidateStrategy(m, s, s.Gpus()));
+  TIDAL_RETURN_IF_ERROR(gpu.PeakFlops(s.precision));
+  if (pl.nvlink_gbps <= 0 || pl.gpus_per_domain <= 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "placement needs NVLink bandwidth and domain size");
+  }
+  return PredictUnchecked(m, gpu, pl, s, cal);
+}
+
+}  // namespace tidal::planner

@@ -1,0 +1,161 @@
+// The performance and memory model: for a model, a GPU, a placement and a
+// parallel strategy, predict step time (with its breakdown), throughput, MFU,
+// HFU, memory per GPU and communication share.
+//
+// Physics first, few knobs: GEMM time is FLOPs over (peak x achievable
+// fraction x a shape factor), memory-bound kernels run at HBM bandwidth, and
+// every collective is an alpha-beta ring/tree cost over the link level its
+// group spans. Only the achievable fraction of peak per GPU and precision and
+// one collective efficiency are calibrated (see calibration.h); everything
+// else is a datasheet number or a published formula:
+//   - pipeline bubble (p-1)/(m v) (Narayanan et al. SC21),
+//   - activation memory per recompute mode (Korthikanti et al. MLSys'23,
+//     generalised to GQA and gated MLPs, flash attention assumed),
+//   - ZeRO stages shard optimizer state / gradients / weights over DP.
+//
+// Rank order (Megatron-LM default "tp-cp-ep-dp-pp"): TP is innermost, so a
+// group of size g whose members are `stride` ranks apart spans g * stride GPUs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "planner/gpu.h"
+#include "planner/model.h"
+
+namespace tidal::planner {
+
+enum class Recompute { kNone, kSelective, kFull };
+std::string_view RecomputeName(Recompute r);
+Result<Recompute> ParseRecompute(std::string_view s);
+
+struct Strategy {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int cp = 1;
+  int ep = 1;
+  int vpp = 1;  // virtual pipeline stages (model chunks) per pipeline rank
+  int micro_batch = 1;
+  int grad_accum = 1;  // micro-batches per step per DP rank
+  // 0 plain data parallel; 1 optimizer state sharded (Megatron distributed
+  // optimizer); 2 + gradients; 3 + weights (DeepSpeed ZeRO-3 / FSDP).
+  int zero_stage = 0;
+  Recompute recompute = Recompute::kNone;
+  bool sequence_parallel = false;
+  Precision precision = Precision::kBf16;
+  bool overlap_grad_reduce = true;  // DP communication overlapped with backward/forward
+  bool overlap_tp_comm = false;     // TP collectives overlapped with GEMMs (userbuffers)
+  // Uneven pipeline split (0 = even): layers on the first and the last stage.
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
+
+  int Gpus() const { return tp * pp * dp * cp; }
+  int GlobalBatch() const { return micro_batch * grad_accum * dp; }
+};
+
+// One level of the interconnect above the NVLink domain: a group that fits in
+// `span_gpus` GPUs communicates at `gbps` per GPU per direction.
+struct NetworkLevel {
+  std::string name;
+  int span_gpus = 0;  // 0 = unbounded (top level)
+  double gbps = 0;
+  double latency_us = 0;
+};
+
+// What a job was given, as plain numbers so the scheduler can build it from
+// its own topology model without the planner depending on cluster/.
+struct Placement {
+  int gpus = 0;
+  int gpus_per_domain = 8;  // NVLink / NVSwitch domain size
+  int nodes = 0;            // informational
+  double nvlink_gbps = 0;   // per GPU per direction
+  double nvlink_latency_us = 3;
+  std::vector<NetworkLevel> levels;  // innermost first
+};
+
+// A DGX-style default: the GPU's NVLink domain, then a rail-optimised leaf
+// (32 domains) and a non-blocking spine at the GPU's NIC bandwidth.
+Placement DefaultPlacement(const GpuSpec& gpu, int gpus);
+// "domain=8,nvlink=450,net=50,latency=5,leaf=256,spine_latency=10": any subset.
+Result<Placement> ParseClusterSpec(std::string_view spec, const GpuSpec& gpu, int gpus);
+
+// Calibrated parameters: fraction of dense peak reached by large GEMMs per GPU
+// and precision class, and the fraction of link bandwidth collectives reach.
+struct Calibration {
+  struct Entry {
+    std::string gpu;
+    bool fp8 = false;
+    double gemm_fraction = 0.6;
+  };
+  std::vector<Entry> entries;
+  double collective_efficiency = 0.7;
+  // GPUs without their own entry use this GPU's (same tensor-core generation
+  // or the nearest calibrated one).
+  double GemmFraction(const std::string& gpu, bool fp8) const;
+  void SetGemmFraction(const std::string& gpu, bool fp8, double v);
+};
+
+// The parameters fitted on the calibration split of shared/planner/calibration.csv
+// (calibration_test re-fits them and checks they agree).
+Calibration DefaultCalibration();
+
+struct TimeBreakdown {
+  double compute_s = 0;       // GEMMs + attention + memory-bound kernels, all micro-batches
+  double recompute_s = 0;     // part of compute_s spent re-running forward passes
+  double bubble_s = 0;        // pipeline fill/drain
+  double tp_comm_s = 0;       // exposed
+  double cp_comm_s = 0;       // exposed
+  double ep_comm_s = 0;       // exposed
+  double pp_comm_s = 0;       // exposed
+  double dp_comm_s = 0;       // exposed
+  double dp_comm_total_s = 0; // before overlap
+  double optimizer_s = 0;
+};
+
+struct MemoryBreakdown {
+  double weights_gib = 0;
+  double gradients_gib = 0;
+  double optimizer_gib = 0;
+  double activations_gib = 0;
+  double buffers_gib = 0;
+  double TotalGib() const { return weights_gib + gradients_gib + optimizer_gib + activations_gib + buffers_gib; }
+};
+
+struct Prediction {
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double model_flops_per_step = 0;     // Megatron convention, no recompute
+  double hardware_flops_per_step = 0;  // with recompute
+  double tflops_per_gpu = 0;           // model TFLOP/s per GPU
+  double mfu = 0;
+  double hfu = 0;
+  double comm_share = 0;  // exposed communication / step time
+  double memory_gib = 0;
+  bool fits = true;
+  TimeBreakdown time;
+  MemoryBreakdown memory;
+};
+
+// Checks divisibility and feasibility of a strategy for a model and GPU count.
+Status ValidateStrategy(const ModelSpec& m, const Strategy& s, int gpus);
+
+// Full prediction. Fails only on an invalid strategy; a plan that does not
+// fit in memory is predicted with fits = false.
+Result<Prediction> Predict(const ModelSpec& m, const GpuSpec& gpu, const Placement& pl, const Strategy& s,
+                           const Calibration& cal);
+
+// Same without validation, for the search's inner loop (the caller
+// guarantees ValidateStrategy would pass).
+Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placement& pl, const Strategy& s,
+                            const Calibration& cal);
+
+// Bandwidth (GB/s per GPU) and latency (us) of a group spanning `span` GPUs.
+struct Link {
+  double gbps;
+  double latency_us;
+};
+Link LinkFor(const Placement& pl, int span);
+
+}  // namespace tidal::planner
