@@ -1,0 +1,98 @@
+// Scheduler framework: the extension points a policy implements, after the
+// Kubernetes scheduling framework (PreFilter/Filter/PreScore/Score/Normalize/
+// Reserve) plus device selection and whole-gang placement.
+//
+// A policy implements only the points it needs. Plugins read the cluster
+// through `const ClusterState&` handed to them in the CycleContext, never a
+// global, so the same plugin can score a hypothetical ("what if these victims
+// were gone?") copy. Plugins keep caches keyed by node version; nothing else
+// is shared between them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "cluster/cluster_state.h"
+#include "common/rng.h"
+#include "workload/job.h"
+
+namespace tidal {
+
+inline constexpr int64_t kMaxNodeScore = 100;
+inline constexpr int64_t kMinNodeScore = 0;
+
+// A job's request as plugins see it: the job plus its GPU models resolved
+// against this cluster's registry.
+struct PodRequest {
+  const Job* job = nullptr;
+  ResolvedGpuSpec gpu_spec;
+  std::string gpu_spec_key;  // models joined by '|', as written in the trace
+
+  int64_t cpu_milli() const { return job->cpu_milli; }
+  int64_t memory_mib() const { return job->memory_mib; }
+  int32_t num_gpu() const { return job->num_gpu; }
+  int32_t gpu_milli() const { return job->gpu_milli; }
+  bool IsGpuSharing() const { return job->IsGpuSharing(); }
+};
+
+// Resolves a job's gpu_spec against `models`; an unknown model is an error
+// naming the job, because such a job could never be placed.
+Result<PodRequest> ResolveRequest(const Job& job, const GpuModelRegistry& models);
+
+// Everything a plugin may read during one scheduling cycle.
+struct CycleContext {
+  const ClusterState& cluster;
+  Rng& rng;  // the cycle's only source of randomness (seeded, reproducible)
+};
+
+class Plugin {
+ public:
+  virtual ~Plugin() = default;
+  virtual std::string_view name() const = 0;
+};
+
+// Decides whether a node can host the job at all, right now.
+class FilterPlugin : public virtual Plugin {
+ public:
+  virtual bool Filter(const CycleContext& ctx, const PodRequest& pod, NodeId node) const = 0;
+};
+
+// Ranks feasible nodes; higher is better, in [kMinNodeScore, kMaxNodeScore]
+// after Normalize.
+class ScorePlugin : public virtual Plugin {
+ public:
+  // Called once per cycle with the feasible nodes before any Score call.
+  virtual void PreScore(const CycleContext& /*ctx*/, const PodRequest& /*pod*/,
+                        std::span<const NodeId> /*feasible*/) {}
+  virtual int64_t Score(const CycleContext& ctx, const PodRequest& pod, NodeId node) = 0;
+  // Rescales the scores of all feasible nodes in place, if the plugin needs it.
+  virtual void Normalize(std::span<int64_t> /*scores*/) const {}
+};
+
+// Chooses the devices on the chosen node (Open-GPU-Share's Reserve step).
+// Returns nullopt if the node cannot host the job after all.
+class DeviceSelectPlugin : public virtual Plugin {
+ public:
+  virtual std::optional<NodeAssignment> SelectDevices(const CycleContext& ctx, const PodRequest& pod,
+                                                      NodeId node) = 0;
+};
+
+// Observes binds and unbinds to keep per-node state (Reserve/Unreserve).
+// Both must be idempotent with respect to the job id.
+class ReservePlugin : public virtual Plugin {
+ public:
+  virtual void Reserve(const ClusterState& cluster, const Job& job, const Placement& placement) = 0;
+  virtual void Unreserve(const ClusterState& cluster, const Job& job, const Placement& placement) = 0;
+};
+
+// All-or-nothing placement of a job that may span nodes (a gang). Returns
+// nullopt if the gang cannot be placed now.
+class GangPlacePlugin : public virtual Plugin {
+ public:
+  virtual std::optional<Placement> PlaceGang(const CycleContext& ctx, const PodRequest& pod) = 0;
+};
+
+}  // namespace tidal

@@ -1,0 +1,76 @@
+#include "plugins/registry.h"
+
+#include "plugins/best_fit/best_fit_score.h"
+#include "plugins/device_select/device_select.h"
+#include "plugins/dot_product/dot_product_score.h"
+#include "plugins/fgd/fgd_score.h"
+#include "plugins/gang_pack/gang_pack.h"
+#include "plugins/gpu_clustering/gpu_clustering_score.h"
+#include "plugins/gpu_packing/gpu_packing_score.h"
+#include "plugins/random/random_score.h"
+#include "plugins/resource_fit/resource_fit.h"
+
+namespace tidal::plugins {
+
+namespace {
+constexpr int64_t kPaperWeight = 1000;
+const std::vector<std::pair<std::string, std::string>>& Table() {
+  static const std::vector<std::pair<std::string, std::string>> t = {
+      {"random", "01-Random"},         {"dotprod", "02-DotProd"},     {"gpuclustering", "03-GpuClustering"},
+      {"gpupacking", "04-GpuPacking"}, {"bestfit", "05-BestFit"},     {"fgd", "06-FGD"}};
+  return t;
+}
+}  // namespace
+
+const std::vector<std::string>& PolicyNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& [n, l] : Table()) v.push_back(n);
+    return v;
+  }();
+  return names;
+}
+
+Result<std::string> PolicyLabel(std::string_view policy) {
+  for (const auto& [n, l] : Table())
+    if (n == policy) return l;
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "unknown policy '{}'; choose one of random, dotprod, gpuclustering, gpupacking, "
+                   "bestfit, fgd (or 'all')",
+                   policy);
+}
+
+Result<Profile> MakePolicyProfile(std::string_view policy, std::shared_ptr<FragmentationModel> frag) {
+  TIDAL_RETURN_IF_ERROR(PolicyLabel(policy));
+  Profile p;
+  p.name = std::string(policy);
+  p.filters.push_back(p.Own<ResourceFitFilter>());
+  p.filters.push_back(p.Own<GpuFitFilter>());
+  p.gang = p.Own<GangPackPlace>();
+  auto* best_device = p.Own<BestFitDeviceSelect>();
+  p.device_select = best_device;
+  if (policy == "random") {
+    p.scores.push_back({p.Own<RandomScore>(), kPaperWeight});
+    p.device_select = p.Own<RandomDeviceSelect>();
+  } else if (policy == "dotprod") {
+    p.scores.push_back({p.Own<DotProductScore>(), kPaperWeight});
+  } else if (policy == "gpuclustering") {
+    auto* s = p.Own<GpuClusteringScore>();
+    p.scores.push_back({s, kPaperWeight});
+    p.reserves.push_back(s);
+  } else if (policy == "gpupacking") {
+    p.scores.push_back({p.Own<GpuPackingScore>(), kPaperWeight});
+  } else if (policy == "bestfit") {
+    p.scores.push_back({p.Own<BestFitScore>(), kPaperWeight});
+  } else if (policy == "fgd") {
+    if (!frag) {
+      return MakeError(ErrorCode::kInvalidArgument, "policy fgd needs typical pods (a fragmentation model)");
+    }
+    auto* s = p.Own<FgdScore>(std::move(frag));
+    p.scores.push_back({s, kPaperWeight});
+    p.device_select = s;
+  }
+  return p;
+}
+
+}  // namespace tidal::plugins

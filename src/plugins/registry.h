@@ -1,0 +1,26 @@
+// Named placement policies, each a Profile of plugins. The six FGD-paper
+// policies are configured as in the paper's experiment scripts: score weight
+// 1000, device selection "best" (tightest fit) except Random (random device)
+// and FGD (its own fragmentation-gradient choice), DotProd with dimension
+// extension "merge" and normalisation "max".
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "framework/fragmentation.h"
+#include "framework/framework.h"
+
+namespace tidal::plugins {
+
+// Policy names accepted by the CLI, in the paper's order.
+const std::vector<std::string>& PolicyNames();
+// "01-Random" ... "06-FGD": the sc_policy labels of the published results.
+Result<std::string> PolicyLabel(std::string_view policy);
+
+// `frag` is required for "fgd" (the typical pods it scores against).
+Result<Profile> MakePolicyProfile(std::string_view policy, std::shared_ptr<FragmentationModel> frag);
+
+}  // namespace tidal::plugins

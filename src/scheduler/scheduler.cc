@@ -1,0 +1,28 @@
+#include "scheduler/scheduler.h"
+
+namespace tidal {
+
+Result<Placement> Scheduler::TrySchedule(const Job& job) {
+  TIDAL_ASSIGN_OR_RETURN(PodRequest pod, ResolveRequest(job, cluster_.models()));
+  CycleContext ctx{cluster_, rng_};
+  return framework_.Schedule(ctx, pod);
+}
+
+Result<const Placement*> Scheduler::ScheduleAndBind(const Job& job) {
+  TIDAL_ASSIGN_OR_RETURN(Placement p, TrySchedule(job));
+  TIDAL_RETURN_IF_ERROR(cluster_.Bind(job.id, std::move(p)));
+  const Placement* bound = cluster_.FindAllocation(job.id);
+  framework_.NotifyBound(cluster_, job, *bound);
+  return bound;
+}
+
+Status Scheduler::Release(const Job& job) {
+  const Placement* p = cluster_.FindAllocation(job.id);
+  if (p == nullptr) return MakeError(ErrorCode::kNotFound, "job '{}' holds no allocation", job.name);
+  Placement copy = *p;
+  TIDAL_RETURN_IF_ERROR(cluster_.Unbind(job.id));
+  framework_.NotifyUnbound(cluster_, job, copy);
+  return Ok();
+}
+
+}  // namespace tidal

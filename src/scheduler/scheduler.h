@@ -1,0 +1,39 @@
+// The scheduler: the only writer of ClusterState. It runs a scheduling cycle
+// for a job, binds the result and tells reserve plugins; it releases jobs that
+// finish. The same object serves the simulator (virtual clock) and, later,
+// the daemon and the Slurm/Kubernetes adapters (where "bind" is a call to the
+// real manager).
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+
+#include "cluster/cluster_state.h"
+#include "common/rng.h"
+#include "framework/framework.h"
+
+namespace tidal {
+
+class Scheduler {
+ public:
+  Scheduler(ClusterState cluster, Profile profile, uint64_t seed)
+      : cluster_(std::move(cluster)), framework_(std::move(profile)), rng_(seed) {}
+
+  const ClusterState& cluster() const { return cluster_; }
+  Framework& framework() { return framework_; }
+
+  // Resolves the job against this cluster (unknown GPU models are
+  // kUnresolvable), runs one cycle and binds. On kUnschedulable nothing
+  // changes. The job must outlive its allocation.
+  Result<const Placement*> ScheduleAndBind(const Job& job);
+  // Runs a cycle without binding (what-if).
+  Result<Placement> TrySchedule(const Job& job);
+  Status Release(const Job& job);
+
+ private:
+  ClusterState cluster_;
+  Framework framework_;
+  Rng rng_;
+};
+
+}  // namespace tidal
