@@ -11,6 +11,8 @@ void RegisterCommands(CLI::App& app);
 
 // Defined in their own files.
 void RegisterSimCommands(CLI::App& app);
+// `tidal sim queue`, registered under the `sim` subcommand.
+void RegisterSimQueueCommand(CLI::App& sim);
 void RegisterPlanCommand(CLI::App& app);
 void RegisterMfuCommand(CLI::App& app);
 
