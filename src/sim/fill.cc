@@ -140,8 +140,6 @@ Result<FillResult> RunFill(const std::vector<NodeSpec>& nodes, const std::vector
         frag_total += v - node_frag[static_cast<size_t>(a.node)];
         node_frag[static_cast<size_t>(a.node)] = v;
       }
-    } else if (getenv("TIDAL_DEBUG_FAIL") && (placed.error().code == ErrorCode::kUnschedulable) && (++r.failed_pods, true)) {
-      fmt::print(stderr, "FAIL at {:.1f}%: cpu={} mem={} n={} milli={}\n", arrived/ (double)c.total_gpu_milli()*100, pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli);
     } else if (placed.error().code == ErrorCode::kUnschedulable ||
                placed.error().code == ErrorCode::kUnresolvable) {
       ++r.failed_pods;
