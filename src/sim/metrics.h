@@ -1,0 +1,58 @@
+// Metrics of queueing runs, as DESIGN.md defines them: distribution summaries
+// (mean, p50, p95, p99) and the stranded GPU capacity of a cluster given the
+// shapes of the jobs that wait.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "cluster/cluster_state.h"
+#include "scheduler/queue.h"
+
+namespace tidal::sim {
+
+struct Summary {
+  int64_t count = 0;
+  double mean = 0;
+  double p50 = 0;
+  double p95 = 0;
+  double p99 = 0;
+};
+
+// Percentile q in [0, 100] of sorted values by linear interpolation between
+// the closest ranks (NumPy's default "linear" method); 0 for no values.
+double Percentile(const std::vector<int64_t>& sorted, double q);
+// Sorts `values` and summarises them.
+Summary Summarize(std::vector<int64_t> values);
+
+// Idle GPU capacity that no waiting job can use, in milli-GPU.
+//
+// "Usable" is decided per device. A waiting shape can use node n if
+//  * it is a single-node request that passes the node filters on n now
+//    (CPU, memory, GPU model, enough devices with enough free milli-GPU):
+//    then it can use each device of n whose free milli-GPU >= its per-device
+//    request; or
+//  * it is a gang of whole GPUs (may span nodes) and n has a GPU model it
+//    allows: it can use every fully free device of n (the gang placer takes
+//    whole free GPUs from any such node).
+// A device's idle milli-GPU is usable if some waiting shape can use it;
+// the rest of the idle capacity is stranded. CPU-only waiting jobs use no
+// GPU. Only distinct shapes are considered, and a node is recomputed only
+// when its version or the set of waiting shapes changed.
+class StrandedTracker {
+ public:
+  int64_t Compute(const ClusterState& c, const std::map<JobShape, WaitingShape>& shapes, uint64_t shapes_version);
+
+ private:
+  int64_t NodeStranded(const ClusterState& c, const std::map<JobShape, WaitingShape>& shapes, NodeId n) const;
+
+  std::vector<uint64_t> version_;
+  std::vector<int64_t> stranded_;
+  std::vector<uint8_t> known_;
+  uint64_t shapes_version_ = 0;
+  bool have_shapes_version_ = false;
+  int64_t total_ = 0;
+};
+
+}  // namespace tidal::sim
