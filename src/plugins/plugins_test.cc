@@ -1,14 +1,191 @@
+// Each policy's score against values worked out by hand from the FGD
+// simulator's formulas, plus the framework's tie-breaking and gang placement.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "framework/framework.h"
+#include "plugins/best_fit/best_fit_score.h"
+#include "plugins/device_select/device_select.h"
+#include "plugins/resource_fit/resource_fit.h"
+#include "plugins/dot_product/dot_product_score.h"
+#include "plugins/fgd/fgd_score.h"
+#include "plugins/gang_pack/gang_pack.h"
+#include "plugins/gpu_clustering/gpu_clustering_score.h"
+#include "plugins/gpu_packing/gpu_packing_score.h"
 #include "plugins/registry.h"
+#include "scheduler/scheduler.h"
 
 namespace tidal::plugins {
 namespace {
+
+struct Fixture {
+  ClusterState cluster;
+  Rng rng{1};
+  std::vector<Job> jobs;
+
+  Fixture() {
+    auto c = ClusterState::Build({{"a", 64000, 262144, 2, "T4"}, {"b", 96000, 393216, 8, "G2"}, {"c", 8000, 1024, 0, ""}});
+    cluster = std::move(*c);
+    jobs.reserve(64);
+  }
+  const Job& MakeJob(int64_t cpu, int32_t n, int32_t milli, bool single = true) {
+    Job j;
+    j.id = static_cast<JobId>(jobs.size());
+    j.name = "j" + std::to_string(j.id);
+    j.cpu_milli = cpu;
+    j.memory_mib = 1024;
+    j.num_gpu = n;
+    j.gpu_milli = milli;
+    j.single_node = single;
+    jobs.push_back(j);
+    return jobs.back();
+  }
+  PodRequest Req(const Job& j) { return *ResolveRequest(j, cluster.models()); }
+  CycleContext Ctx() { return {cluster, rng}; }
+};
 
 TEST(RegistryTest, KnowsTheSixPaperPolicies) {
   EXPECT_EQ(PolicyNames().size(), 6u);
   EXPECT_EQ(*PolicyLabel("fgd"), "06-FGD");
   EXPECT_FALSE(PolicyLabel("nope").has_value());
+  EXPECT_FALSE(MakePolicyProfile("fgd", nullptr).has_value());
+}
+
+TEST(DotProductTest, MatchesTheTetrisFormula) {
+  Fixture f;
+  DotProductScore s;
+  // Node a: free (64000/128000, 2000/8000) = (0.5, 0.25); pod (8000, 500) -> (0.0625, 0.0625).
+  // dot = 0.046875, /2 -> 0.0234375, score = int(100 * 0.9765625) = 97.
+  EXPECT_EQ(s.Score(f.Ctx(), f.Req(f.MakeJob(8000, 1, 500)), 0), 97);
+}
+
+TEST(BestFitTest, ScoresLeftoverAndNormalisesMinMax) {
+  Fixture f;
+  BestFitScore s;
+  const auto pod = f.Req(f.MakeJob(8000, 1, 500));
+  // a: leftover 56000/128000*.5 + 1500/8000*.5 = 0.3125 -> 68.
+  EXPECT_EQ(s.Score(f.Ctx(), pod, 0), 68);
+  // b: 88000/128000*.5 + 7500/8000*.5 = 0.8125 -> 18.
+  EXPECT_EQ(s.Score(f.Ctx(), pod, 1), 18);
+  std::vector<int64_t> v = {68, 18, 43};
+  s.Normalize(v);
+  EXPECT_EQ(v, (std::vector<int64_t>{100, 0, 50}));
+  std::vector<int64_t> same = {7, 7};
+  s.Normalize(same);
+  EXPECT_EQ(same, (std::vector<int64_t>{0, 0}));
+}
+
+TEST(GpuPackingTest, PrefersSharedThenUsedNodeThenFreshNode) {
+  Fixture f;
+  GpuPackingScore s;
+  const auto share = f.Req(f.MakeJob(1000, 1, 300));
+  // Both nodes untouched: case 3, 100/3 - free GPUs (capped below by free GPUs).
+  EXPECT_EQ(s.Score(f.Ctx(), share, 0), 31);
+  EXPECT_EQ(s.Score(f.Ctx(), share, 1), 25);
+  ASSERT_TRUE(f.cluster.Bind(100, {{{0, 1000, 1, {0}, {600}}}}).has_value());
+  // Node a now has a shared GPU with 400 free: case 1, 100 - 40/10 = 96.
+  EXPECT_EQ(s.Score(f.Ctx(), share, 0), 96);
+  // A whole-GPU pod on node a must take the fully free GPU: case 2, 50 - 1.
+  EXPECT_EQ(s.Score(f.Ctx(), f.Req(f.MakeJob(1000, 1, 1000)), 0), 49);
+  // CPU-only pods score 0 everywhere.
+  EXPECT_EQ(s.Score(f.Ctx(), f.Req(f.MakeJob(1000, 0, 0)), 0), 0);
+}
+
+TEST(GpuClusteringTest, PrefersNodesRunningTheSameShape) {
+  Fixture f;
+  GpuClusteringScore s;
+  const Job& share = f.MakeJob(1000, 1, 300);
+  // Idle machine: 25 * (8000 - free)/8000 + 25.
+  EXPECT_EQ(s.Score(f.Ctx(), f.Req(share), 0), 25 * 6000 / 8000 + 25);
+  Placement p{{{0, 1000, 1, {0}, {300}}}};
+  ASSERT_TRUE(f.cluster.Bind(share.id, p).has_value());
+  s.Reserve(f.cluster, share, p);
+  // Only sharing pods on node a: band (75, 100].
+  EXPECT_EQ(s.Score(f.Ctx(), f.Req(share), 0), 25 * 6300 / 8000 + 75);
+  // A 1-GPU pod sees a node with other shapes only: band (0, 25].
+  EXPECT_EQ(s.Score(f.Ctx(), f.Req(f.MakeJob(1000, 1, 1000)), 0), 25 * 6300 / 8000);
+  s.Unreserve(f.cluster, share, p);
+  ASSERT_TRUE(f.cluster.Unbind(share.id).has_value());
+  EXPECT_EQ(s.Score(f.Ctx(), f.Req(share), 0), 25 * 6000 / 8000 + 25);
+}
+
+TEST(FgdTest, ScoreIsSigmoidOfFragmentationDecrease) {
+  Fixture f;
+  // One typical pod: 1 CPU core, 600 milli of any GPU.
+  TypicalPod t;
+  t.cpu_milli = 1000;
+  t.gpu_milli = 600;
+  t.num_gpu = 1;
+  t.popularity = 1.0;
+  auto model = std::make_shared<FragmentationModel>(std::vector<TypicalPod>{t});
+  FgdScore s(model);
+  const auto pod = f.Req(f.MakeJob(1000, 1, 500));
+  // Node a before: both GPUs fit the typical pod -> frag 0. After taking 500
+  // from one GPU, its 500 left is too small -> frag 500. Score = 100*sigmoid(-0.5).
+  const int64_t expected = static_cast<int64_t>(100.0 / (1.0 + std::exp(0.5)));
+  EXPECT_EQ(s.Score(f.Ctx(), pod, 0), expected);
+  // With a GPU at 900 free, taking 500 there leaves 400 (frag 400 after, 0
+  // before on that device)... but a GPU at 500 free is already fragmented;
+  // taking 500 from it removes 500 of fragmentation: the best choice.
+  ASSERT_TRUE(f.cluster.Bind(100, {{{0, 0, 0, {1}, {500}}}}).has_value());
+  EXPECT_EQ(s.Score(f.Ctx(), pod, 0), static_cast<int64_t>(100.0 / (1.0 + std::exp(-0.5))));
+  auto a = s.SelectDevices(f.Ctx(), pod, 0);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->gpus, std::vector<int32_t>{1});
+}
+
+TEST(FrameworkTest, TiesGoToTheLowestRankOrAtRandom) {
+  Fixture f;
+  Profile p;
+  p.filters.push_back(p.Own<ResourceFitFilter>());
+  p.filters.push_back(p.Own<GpuFitFilter>());
+  p.device_select = p.Own<BestFitDeviceSelect>();
+  Framework fw(std::move(p));
+  const auto pod = f.Req(f.MakeJob(1000, 0, 0));  // fits everywhere, no scores: all tie
+  fw.SetNodePriority({2, 0, 1});
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(fw.Schedule(f.Ctx(), pod)->assignments[0].node, 1);
+  fw.SetNodePriority({});
+  std::set<NodeId> seen;
+  for (int i = 0; i < 50; ++i) seen.insert(fw.Schedule(f.Ctx(), pod)->assignments[0].node);
+  EXPECT_EQ(seen.size(), 3u);
+}
+
+TEST(FrameworkTest, SaysUnresolvableWhenNoNodeCouldEverFit) {
+  Fixture f;
+  auto profile = MakePolicyProfile("bestfit", nullptr);
+  ASSERT_TRUE(profile.has_value());
+  Framework fw(std::move(*profile));
+  auto too_big = fw.Schedule(f.Ctx(), f.Req(f.MakeJob(1000, 9, 1000)));
+  ASSERT_FALSE(too_big.has_value());
+  EXPECT_EQ(too_big.error().code, ErrorCode::kUnresolvable);
+  ASSERT_TRUE(f.cluster.Bind(100, {{{1, 0, 0, {0, 1, 2, 3, 4, 5, 6}, {1000, 1000, 1000, 1000, 1000, 1000, 1000}}}}).has_value());
+  auto later = fw.Schedule(f.Ctx(), f.Req(f.MakeJob(1000, 4, 1000)));
+  ASSERT_FALSE(later.has_value());
+  EXPECT_EQ(later.error().code, ErrorCode::kUnschedulable);
+}
+
+TEST(GangPackTest, SpansNodesWithFewestNodesAllOrNothing) {
+  Fixture f;
+  auto profile = MakePolicyProfile("bestfit", nullptr);
+  Scheduler sched(std::move(f.cluster), std::move(*profile), 3);
+  const Job& gang = f.MakeJob(10000, 9, 1000, /*single=*/false);
+  auto placed = sched.ScheduleAndBind(gang);
+  ASSERT_TRUE(placed.has_value()) << placed.error().ToString();
+  ASSERT_EQ((*placed)->assignments.size(), 2u);
+  EXPECT_EQ((*placed)->assignments[0].node, 1);  // the 8-GPU node first
+  EXPECT_EQ((*placed)->assignments[0].gpus.size(), 8u);
+  EXPECT_EQ((*placed)->TotalGpuMilli(), 9000);
+  int64_t cpu = 0;
+  for (const auto& a : (*placed)->assignments) cpu += a.cpu_milli;
+  EXPECT_EQ(cpu, 10000);
+  // Only one GPU is left: a 2-GPU gang must not be half-placed.
+  auto second = sched.ScheduleAndBind(f.MakeJob(0, 2, 1000, false));
+  ASSERT_FALSE(second.has_value());
+  EXPECT_EQ(sched.cluster().total_gpu_milli_allocated(), 9000);
+  ASSERT_TRUE(sched.Release(gang).has_value());
+  EXPECT_EQ(sched.cluster().total_gpu_milli_allocated(), 0);
+  ASSERT_TRUE(sched.cluster().CheckInvariants().has_value());
 }
 
 }  // namespace
