@@ -20,7 +20,7 @@ struct MfuArgs {
   std::string gpu;
   std::string precision;
   int gpus = 0;
-  int tp = 0, pp = 0, cp = 1, micro_batch = 1, global_batch = 0;
+  int tp = 0, pp = 0, cp = 1, micro_batch = 1, global_batch = 0, seq_len = 0;
   std::string recompute = "none";
   double decay = 0.9;
   bool json = false;
@@ -51,6 +51,7 @@ int Run(const MfuArgs& a) {
     if (!m) return Fail(m.error().message);
     in.model = *m;
     if (a.global_batch > 0) in.model->global_batch = a.global_batch;
+    if (a.seq_len > 0) in.model->seq_len = a.seq_len;
   }
   if (!a.gpu.empty()) {
     auto g = planner::FindGpu(a.gpu);
@@ -146,6 +147,7 @@ void RegisterMfuCommand(CLI::App& app) {
   cmd->add_option("--cp", a->cp, "context parallel size");
   cmd->add_option("--micro-batch", a->micro_batch, "micro-batch size");
   cmd->add_option("--global-batch", a->global_batch, "global batch (sequences)");
+  cmd->add_option("--seq-len", a->seq_len, "sequence length of the run (default: the model's)");
   cmd->add_option("--recompute", a->recompute, "none, selective or full");
   cmd->add_option("--decay", a->decay, "parallel-efficiency decay per interconnect level (>= 0.85), last fallback");
   cmd->add_flag("--json", a->json, "machine-readable output");

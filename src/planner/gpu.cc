@@ -63,12 +63,16 @@ Result<GpuSpec> FindGpu(std::string_view name) {
     }
     return {};
   };
-  if (l.find("pcie") != std::string::npos || l.find("40gb") != std::string::npos ||
-      l.find("nvl") != std::string::npos && l.find("gb200") == std::string::npos) {
+  if (l.find("pcie") != std::string::npos || (l.find("nvl") != std::string::npos && l.find("gb200") == std::string::npos)) {
     return MakeError(ErrorCode::kNotFound,
-                     "GPU '{}' is a PCIe/NVL/40GB variant with different peaks; not modelled (known: a100, h100, "
+                     "GPU '{}' is a PCIe/NVL variant with different peaks and links; not modelled (known: a100, h100, "
                      "h200, b200, gb200 SXM)",
                      name);
+  }
+  if (l.find("a100") != std::string::npos && l.find("40gb") != std::string::npos) {
+    GpuSpec g = preset("a100");  // same silicon and peaks, half the HBM
+    g.hbm_gib = 39.4;
+    return g;
   }
   // Order matters: "gb200" contains "b200".
   for (std::string_view key : {"gb200", "b200", "h200", "h100", "a100"}) {

@@ -35,7 +35,8 @@ struct GpuSpec {
 
 // Accepts the spellings of published tables and tools: "h100", "H100-SXM-80GB",
 // "H100 (80GB)", "NVIDIA H100 80GB HBM3", "A100-SXM4-80GB", "GB200", ...
-// PCIe and 40GB variants are different products and are not guessed at.
+// PCIe/NVL variants have different peaks and links and are not guessed at;
+// A100 40GB is the 80GB part's silicon with half the memory.
 Result<GpuSpec> FindGpu(std::string_view name);
 const std::vector<GpuSpec>& GpuPresets();
 

@@ -143,7 +143,9 @@ double ModelSpec::ActiveParams() const {
   const int dense_layers = layers - MoeLayers();
   double p = layers * AttentionParamsPerLayer() + dense_layers * DenseMlpParams();
   if (IsMoe()) p += MoeLayers() * (top_k + shared_experts) * ExpertParams();
-  return p + EmbeddingParams();
+  // The input embedding is a lookup, not compute: only the output layer counts
+  // (as in the gpt-oss and Qwen3 "active parameters" figures).
+  return p + static_cast<double>(vocab) * hidden;
 }
 
 Status ValidateModel(const ModelSpec& m) {

@@ -50,7 +50,7 @@ struct ModelSpec {
   double ExpertParams() const;     // one routed expert
   double EmbeddingParams() const;  // input embedding (+ output layer unless tied)
   double TotalParams() const;
-  double ActiveParams() const;     // per token: routed top_k experts only
+  double ActiveParams() const;     // per token: top_k routed experts, output layer, no input embedding
 };
 
 Status ValidateModel(const ModelSpec& m);

@@ -1,1 +1,102 @@
+#include "planner/search.h"
+
+#include <chrono>
+
 #include <gtest/gtest.h>
+
+namespace tidal::planner {
+namespace {
+
+TEST(SearchTest, Llama70bOn512H100) {
+  const ModelSpec m = *FindModelPreset("llama3-70b");
+  const GpuSpec g = *FindGpu("h100");
+  SearchOptions opt;
+  auto r = SearchPlans(m, g, DefaultPlacement(g, 512), opt, DefaultCalibration());
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->plans.size(), 5u);
+  EXPECT_GT(r->pruned_memory, 0);
+  for (size_t i = 0; i < r->plans.size(); ++i) {
+    const auto& p = r->plans[i];
+    EXPECT_TRUE(p.prediction.fits);
+    EXPECT_LE(p.prediction.memory_gib, g.hbm_gib);
+    EXPECT_EQ(p.strategy.Gpus(), 512);
+    EXPECT_EQ(p.strategy.GlobalBatch(), m.global_batch);
+    if (i > 0) EXPECT_LE(r->plans[i - 1].prediction.step_time_s, p.prediction.step_time_s);
+  }
+  // Published Llama-3-70B-class BF16 runs on H100 reach 35-60% MFU.
+  EXPECT_GT(r->plans[0].prediction.mfu, 0.35);
+  EXPECT_LT(r->plans[0].prediction.mfu, 0.65);
+  // Deterministic: the same inputs give the same table.
+  auto again = SearchPlans(m, g, DefaultPlacement(g, 512), opt, DefaultCalibration());
+  ASSERT_TRUE(again);
+  for (size_t i = 0; i < r->plans.size(); ++i) {
+    EXPECT_EQ(again->plans[i].strategy.tp, r->plans[i].strategy.tp);
+    EXPECT_EQ(again->plans[i].strategy.pp, r->plans[i].strategy.pp);
+    EXPECT_EQ(again->plans[i].prediction.step_time_s, r->plans[i].prediction.step_time_s);
+  }
+}
+
+TEST(SearchTest, Llama405bOn16kH100UsesUnevenPipelineAndIsFast) {
+  const ModelSpec m = *FindModelPreset("llama3-405b");
+  const GpuSpec g = *FindGpu("h100");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = SearchPlans(m, g, DefaultPlacement(g, 16384), SearchOptions{}, DefaultCalibration());
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_LT(secs, 1.0);
+  const Strategy& s = r->plans[0].strategy;
+  EXPECT_GT(s.pp, 1);
+  EXPECT_LE(r->plans[0].prediction.memory_gib, g.hbm_gib);
+  if (m.layers % s.pp != 0) {
+    EXPECT_EQ(s.first_stage_layers + s.last_stage_layers + (s.pp - 2) * ((m.layers + s.pp - 1) / s.pp), m.layers);
+  }
+}
+
+TEST(SearchTest, MoeSearchUsesExpertParallelism) {
+  const ModelSpec m = *FindModelPreset("mixtral-8x22b");
+  const GpuSpec g = *FindGpu("h100");
+  auto r = SearchPlans(m, g, DefaultPlacement(g, 128), SearchOptions{}, DefaultCalibration());
+  ASSERT_TRUE(r) << r.error().message;
+  bool any_ep = false;
+  for (const auto& p : r->plans) any_ep |= p.strategy.ep > 1;
+  EXPECT_TRUE(any_ep);
+}
+
+TEST(SearchTest, ImpossibleJobIsUnresolvableWithAdvice) {
+  const ModelSpec m = *FindModelPreset("llama3-405b");
+  const GpuSpec g = *FindGpu("a100");
+  auto r = SearchPlans(m, g, DefaultPlacement(g, 8), SearchOptions{}, DefaultCalibration());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kUnresolvable);
+  EXPECT_NE(r.error().message.find("add GPUs"), std::string::npos);
+  SearchOptions fp8;
+  fp8.precision = Precision::kFp8;
+  EXPECT_FALSE(SearchPlans(m, g, DefaultPlacement(g, 1024), fp8, DefaultCalibration()));
+}
+
+TEST(GradAccumTest, LowerAllReduceSaturationNeedsMoreAccumulation) {
+  const ModelSpec m = *FindModelPreset("llama3-8b");
+  const GpuSpec g = *FindGpu("h100");
+  Strategy s;
+  s.tp = 1;
+  s.dp = 256;
+  s.micro_batch = 1;
+  s.zero_stage = 1;
+  s.overlap_grad_reduce = false;  // worst case: nothing hides the reduction
+  const Placement pl = DefaultPlacement(g, 256);
+  auto fast = ChooseGradAccum(m, g, pl, s, DefaultCalibration(), 0.9, 0.05);
+  auto slow = ChooseGradAccum(m, g, pl, s, DefaultCalibration(), 0.3, 0.05);
+  ASSERT_TRUE(fast) << fast.error().message;
+  ASSERT_TRUE(slow) << slow.error().message;
+  EXPECT_TRUE(fast->met);
+  EXPECT_TRUE(slow->met);
+  EXPECT_LE(fast->dp_share, 0.05);
+  EXPECT_GT(slow->grad_accum, fast->grad_accum);
+  EXPECT_EQ(slow->global_batch, slow->grad_accum * 256);
+  for (size_t i = 1; i < slow->curve.size(); ++i) EXPECT_LT(slow->curve[i].second, slow->curve[i - 1].second);
+  EXPECT_FALSE(ChooseGradAccum(m, g, pl, s, DefaultCalibration(), 1.5, 0.05));
+  EXPECT_FALSE(ChooseGradAccum(m, g, pl, s, DefaultCalibration(), 0.5, 0));
+}
+
+}  // namespace
+}  // namespace tidal::planner

@@ -43,6 +43,13 @@ std::optional<planner::ModelSpec> ModelFromLog(const MegatronLog& log) {
   m.seq_len = static_cast<int>(*seq);
   m.global_batch = static_cast<int>(log.ArgInt("global_batch_size").value_or(0));
   m.vocab = static_cast<int>(log.ArgInt("padded_vocab_size").value_or(log.ArgInt("vocab_size").value_or(0)));
+  if (m.vocab == 0 && log.arguments.count("tokenizer_type") && log.arguments.at("tokenizer_type") == "GPT2BPETokenizer") {
+    // GPT-2 BPE has 50257 tokens; Megatron pads the embedding to a multiple
+    // of make_vocab_size_divisible_by x TP.
+    const long tp = log.tensor_parallel.value_or(static_cast<int>(log.ArgInt("tensor_model_parallel_size").value_or(1)));
+    const long mult = log.ArgInt("make_vocab_size_divisible_by").value_or(128) * std::max(1L, tp);
+    m.vocab = static_cast<int>((50257 + mult - 1) / mult * mult);
+  }
   if (auto e = log.ArgInt("num_experts"); e && *e > 0) {
     m.experts = static_cast<int>(*e);
     m.top_k = static_cast<int>(log.ArgInt("moe_router_topk").value_or(2));

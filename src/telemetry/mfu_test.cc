@@ -1,1 +1,130 @@
+#include "telemetry/mfu.h"
+
+#include <filesystem>
+
 #include <gtest/gtest.h>
+
+namespace tidal::telemetry {
+namespace {
+
+const std::string kFix = std::string(TIDAL_SHARED_DIR) + "/fixtures/";
+
+#define SKIP_WITHOUT_FIXTURES() \
+  if (!std::filesystem::exists(kFix)) GTEST_SKIP() << "no " << kFix << " (shared fixtures not mounted)"
+
+bool Starts(const std::optional<Figure>& f, std::string_view prefix) { return f && f->method.starts_with(prefix); }
+
+planner::Strategy Layout(int tp, int pp, int dp, int ga) {
+  planner::Strategy s;
+  s.tp = tp;
+  s.pp = pp;
+  s.dp = dp;
+  s.grad_accum = ga;
+  s.sequence_parallel = tp > 1;
+  return s;
+}
+
+TEST(MfuTest, ModelFlopsFromLogArgumentsMatchWhatMegatronPrinted) {
+  SKIP_WITHOUT_FIXTURES();
+  auto log = ReadMegatronLog(kFix + "megatron-logs/megatron-lm-rocm-mi300x-tp4pp2-28b-2025-11.log");
+  ASSERT_TRUE(log);
+  MfuInputs in;
+  in.log = &*log;
+  auto r = EstimateMfu(in);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(Starts(r->tflops_per_gpu, "model FLOPs"));
+  ASSERT_TRUE(r->logged_tflops_per_gpu);
+  // Our Megatron formula, the log's own arguments and its median step time
+  // reproduce the throughput Megatron printed.
+  EXPECT_NEAR(r->tflops_per_gpu->value / r->logged_tflops_per_gpu->value, 1.0, 0.02);
+  EXPECT_FALSE(r->mfu);  // MI300X is not a preset: no peak, so no MFU, and a note says why
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes[0].find("--gpu"), std::string::npos);
+}
+
+TEST(MfuTest, MixtralH100LogGivesMfuAndModelledCommShare) {
+  SKIP_WITHOUT_FIXTURES();
+  auto log = ReadMegatronLog(kFix + "megatron-logs/issue-megatron-lm-756-mixtral-h100-2024-04-iterations.part4.log");
+  ASSERT_TRUE(log);
+  MfuInputs in;
+  in.log = &*log;
+  in.model = *planner::FindModelPreset("mixtral-8x7b");
+  in.model->seq_len = 2048;
+  in.gpu = *planner::FindGpu("h100");
+  in.gpus = 16;
+  // Issue #756 layout: TP 4, EP 8 inside DP 4, GBS 128.
+  planner::Strategy s = Layout(4, 1, 4, 32);
+  in.strategy = s;
+  auto r = EstimateMfu(in);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->mfu);
+  EXPECT_GT(r->mfu->value, 0.15);
+  EXPECT_LT(r->mfu->value, 0.35);
+  EXPECT_TRUE(Starts(r->comm_share, "fallback step 1")) << (r->comm_share ? r->comm_share->method : "none");
+  EXPECT_GE(r->comm_share->value, 0);
+  EXPECT_LT(r->comm_share->value, 1);
+}
+
+TEST(MfuTest, FallbackChainOrder) {
+  SKIP_WITHOUT_FIXTURES();
+  // Measured communication timers win.
+  auto jz = ReadMegatronLog(kFix + "megatron-logs/megatron-lm-2021-jeanzay-v100-tp4pp16-30b.log");
+  ASSERT_TRUE(jz);
+  MfuInputs a;
+  a.log = &*jz;
+  auto ra = EstimateMfu(a);
+  ASSERT_TRUE(ra);
+  EXPECT_TRUE(Starts(ra->comm_share, "log timers"));
+  EXPECT_GT(ra->comm_share->value, 0.5);  // 811 ms embedding all-reduce of a 1439 ms step
+  // Only compute timers: step 1 from the log.
+  auto bert = ReadMegatronLog(kFix + "megatron-logs/issue-megatron-lm-5-bert-2019.log");
+  ASSERT_TRUE(bert);
+  MfuInputs b;
+  b.log = &*bert;
+  auto rb = EstimateMfu(b);
+  ASSERT_TRUE(rb);
+  EXPECT_TRUE(Starts(rb->comm_share, "fallback step 1"));
+  // DCGM only, model and layout known: step 2 (the collective model).
+  auto dcgm = ReadDcgmFile(kFix + "dcgm-exporter/cloud-native-docs-a100-mig-sample.prom");
+  ASSERT_TRUE(dcgm);
+  MfuInputs c;
+  c.dcgm = *dcgm;
+  c.model = *planner::FindModelPreset("llama3-8b");
+  c.gpu = *planner::FindGpu("a100");
+  c.gpus = 64;
+  c.strategy = Layout(2, 1, 32, 32);
+  auto rc = EstimateMfu(c);
+  ASSERT_TRUE(rc) << rc.error().message;
+  EXPECT_TRUE(Starts(rc->comm_share, "fallback step 2"));
+  EXPECT_TRUE(Starts(rc->tflops_per_gpu, "DCGM PIPE_TENSOR_ACTIVE"));
+  EXPECT_NEAR(rc->tflops_per_gpu->value, 0.9298465 * 312, 0.01);
+  // Nothing but a GPU count: step 3, the decay coefficient.
+  MfuInputs d;
+  d.dcgm = *dcgm;
+  d.gpus = 512;
+  auto rd = EstimateMfu(d);
+  ASSERT_TRUE(rd);
+  EXPECT_TRUE(Starts(rd->comm_share, "fallback step 3"));
+  EXPECT_NEAR(rd->comm_share->value, 1 - 0.9 * 0.9 * 0.9, 1e-12);
+  d.decay = 0.8;
+  EXPECT_FALSE(EstimateMfu(d));
+  MfuInputs none;
+  EXPECT_FALSE(EstimateMfu(none));
+}
+
+TEST(MfuTest, GpuFromDcgmModelName) {
+  SKIP_WITHOUT_FIXTURES();
+  auto dcgm = ReadDcgmFile(kFix + "dcgm-exporter/issue-dcgm-149-dgx-a100-nvlink-tx.prom");
+  ASSERT_TRUE(dcgm);
+  MfuInputs in;
+  in.dcgm = *dcgm;
+  in.gpus = 4;
+  auto r = EstimateMfu(in);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->gpu_name, "a100");
+  ASSERT_TRUE(r->nvlink_bytes_per_s);
+  EXPECT_EQ(r->nvlink_bytes_per_s->value, 0);
+}
+
+}  // namespace
+}  // namespace tidal::telemetry
