@@ -1,0 +1,81 @@
+// Property: whatever jobs arrive and leave, under every policy, the scheduler
+// never over-allocates a device, a node's CPU or memory, and releasing every
+// job gives back exactly the capacity the cluster started with.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include "plugins/registry.h"
+#include "scheduler/scheduler.h"
+
+namespace tidal {
+namespace {
+
+RC_GTEST_PROP(SchedulerProperty, AnyPlaceReleaseSequenceKeepsCapacityExact, ()) {
+  const auto& names = plugins::PolicyNames();
+  const std::string policy = names[static_cast<size_t>(*rc::gen::inRange<int>(0, static_cast<int>(names.size())))];
+  auto cluster = ClusterState::Build({{"g8", 96000, 393216, 8, "G2"},
+                                      {"t4", 16000, 65536, 2, "T4"},
+                                      {"v1", 8000, 32768, 1, "V100"},
+                                      {"cpu", 32000, 131072, 0, ""}});
+  RC_ASSERT(cluster.has_value());
+  const int64_t total_milli = cluster->total_gpu_milli();
+
+  // Jobs of every shape the trace has: CPU-only, sharing, whole, multi-GPU, gangs, typed.
+  const int njobs = *rc::gen::inRange(1, 60);
+  std::vector<Job> jobs(static_cast<size_t>(njobs));
+  for (int i = 0; i < njobs; ++i) {
+    Job& j = jobs[static_cast<size_t>(i)];
+    j.id = i;
+    j.name = "j" + std::to_string(i);
+    j.cpu_milli = *rc::gen::inRange<int64_t>(0, 40000);
+    j.memory_mib = *rc::gen::inRange<int64_t>(0, 100000);
+    const int kind = *rc::gen::inRange(0, 5);
+    if (kind == 0) {
+      j.num_gpu = 0;
+    } else if (kind == 1) {
+      j.num_gpu = 1;
+      j.gpu_milli = *rc::gen::inRange(1, 1000);
+    } else {
+      j.num_gpu = *rc::gen::inRange(1, 11);
+      j.gpu_milli = 1000;
+      j.single_node = kind != 4;
+    }
+    if (j.num_gpu > 0 && *rc::gen::inRange(0, 4) == 0) j.gpu_spec = {*rc::gen::element<std::string>("T4", "G2", "V100")};
+  }
+
+  // FGD scores against typical pods drawn from the same jobs.
+  auto typical = BuildTypicalPods(jobs, cluster->models());
+  RC_ASSERT(typical.has_value());
+  auto profile = plugins::MakePolicyProfile(policy, std::make_shared<FragmentationModel>(std::move(*typical)));
+  RC_ASSERT(profile.has_value());
+  Scheduler sched(std::move(*cluster), std::move(*profile), *rc::gen::arbitrary<uint64_t>());
+
+  std::vector<const Job*> running;
+  for (const Job& j : jobs) {
+    if (!running.empty() && *rc::gen::inRange(0, 3) == 0) {
+      const size_t k = static_cast<size_t>(*rc::gen::inRange<int>(0, static_cast<int>(running.size())));
+      RC_ASSERT(sched.Release(*running[k]).has_value());
+      running.erase(running.begin() + static_cast<long>(k));
+    }
+    auto placed = sched.ScheduleAndBind(j);
+    if (placed) {
+      running.push_back(&j);
+      RC_ASSERT((*placed)->TotalGpuMilli() == j.TotalGpuMilli());
+      for (const auto& a : (*placed)->assignments) {
+        if (j.num_gpu > 0 && !j.gpu_spec.empty()) {
+          RC_ASSERT(j.gpu_spec.front() == sched.cluster().models().Name(sched.cluster().gpu_model(a.node)));
+        }
+        if (j.single_node) RC_ASSERT((*placed)->assignments.size() == 1u);
+      }
+    } else {
+      RC_ASSERT(placed.error().code == ErrorCode::kUnschedulable || placed.error().code == ErrorCode::kUnresolvable);
+    }
+    RC_ASSERT(sched.cluster().CheckInvariants().has_value());
+  }
+  for (const Job* j : running) RC_ASSERT(sched.Release(*j).has_value());
+  RC_ASSERT(sched.cluster().total_gpu_milli_free() == total_milli);
+  RC_ASSERT(sched.cluster().CheckInvariants().has_value());
+}
+
+}  // namespace
+}  // namespace tidal
