@@ -13,6 +13,12 @@
 
 namespace tidal::devices {
 
+// The largest node of the openb cluster (128 cores, 8 GPUs). The FGD paper's
+// DotProd, BestFit and GpuClustering normalise by it; kept as named constants
+// so those policies agree with the published results on any cluster.
+inline constexpr int64_t kRefMaxNodeCpuMilli = 128000;
+inline constexpr int64_t kRefMaxNodeGpuMilli = 8000;
+
 // Number of devices with at least `milli` free.
 int CountFitting(std::span<const int32_t> free, int32_t milli);
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "framework/devices.h"
+
 namespace tidal::plugins {
 
 int64_t BestFitScore::Score(const CycleContext& ctx, const PodRequest& pod, NodeId n) {
@@ -9,7 +11,8 @@ int64_t BestFitScore::Score(const CycleContext& ctx, const PodRequest& pod, Node
   const double cpu_left = static_cast<double>(c.cpu_free(n) - pod.cpu_milli());
   const double gpu_left = static_cast<double>(c.gpu_milli_free(n) - pod.job->TotalGpuMilli());
   if (cpu_left < 0 || gpu_left < 0) return kMinNodeScore;
-  const double leftover = cpu_left / 128000.0 * 0.5 + gpu_left / 8000.0 * 0.5;
+  const double leftover = cpu_left / static_cast<double>(devices::kRefMaxNodeCpuMilli) * 0.5 +
+                          gpu_left / static_cast<double>(devices::kRefMaxNodeGpuMilli) * 0.5;
   return static_cast<int64_t>((1.0 - leftover) * static_cast<double>(kMaxNodeScore));
 }
 

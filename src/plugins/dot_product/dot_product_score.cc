@@ -1,10 +1,12 @@
 #include "plugins/dot_product/dot_product_score.h"
 
+#include "framework/devices.h"
+
 namespace tidal::plugins {
 
 namespace {
-constexpr double kMaxSpecCpu = 128000;  // milli-CPU of the largest openb node
-constexpr double kMaxSpecGpu = 8000;    // milli-GPU of the largest openb node
+constexpr double kMaxSpecCpu = devices::kRefMaxNodeCpuMilli;
+constexpr double kMaxSpecGpu = devices::kRefMaxNodeGpuMilli;
 }  // namespace
 
 int64_t DotProductScore::Score(const CycleContext& ctx, const PodRequest& pod, NodeId n) {

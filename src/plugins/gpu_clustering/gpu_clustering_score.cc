@@ -1,9 +1,11 @@
 #include "plugins/gpu_clustering/gpu_clustering_score.h"
 
+#include "framework/devices.h"
+
 namespace tidal::plugins {
 
 namespace {
-constexpr int64_t kMaxSpecGpu = 8000;
+constexpr int64_t kMaxSpecGpu = devices::kRefMaxNodeGpuMilli;
 }
 
 void GpuClusteringScore::Adjust(NodeId n, int tag, int delta) {
