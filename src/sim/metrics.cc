@@ -21,9 +21,9 @@ Summary Summarize(std::vector<int64_t> values) {
   s.count = static_cast<int64_t>(values.size());
   if (values.empty()) return s;
   std::sort(values.begin(), values.end());
-  // Sum in 128 bits: a long trace's seconds can overflow 64 bits only in
-  // theory, but the mean must not depend on summation order either way.
-  __int128 sum = 0;
+  // Integer sum: exact and independent of order (seconds of a trace stay far
+  // below 2^63 / job count).
+  int64_t sum = 0;
   for (int64_t v : values) sum += v;
   s.mean = static_cast<double>(sum) / static_cast<double>(values.size());
   s.p50 = Percentile(values, 50);
@@ -39,14 +39,14 @@ int64_t StrandedTracker::NodeStranded(const ClusterState& c, const std::map<JobS
   // The smallest per-device request of any shape that can use this node:
   // every device with at least that much free is usable by someone.
   int32_t min_milli = kMilliPerGpu + 1;
+  size_t i = 0;
   for (const auto& [shape, w] : shapes) {
+    const bool gang_fits = gang_fits_[i++] != 0;
     if (shape.num_gpu == 0 || shape.gpu_milli >= min_milli) continue;
     const PodRequest& pod = w.request;
     bool usable = c.cpu_free(n) >= pod.cpu_milli() && c.memory_free(n) >= pod.memory_mib() &&
                   devices::GpuFits(c, pod, n);
-    if (!usable && !shape.single_node && shape.gpu_milli == kMilliPerGpu) {
-      usable = c.free_whole_gpus(n) > 0 && pod.gpu_spec.Allows(c.gpu_model(n));
-    }
+    if (!usable && gang_fits) usable = c.free_whole_gpus(n) > 0 && pod.gpu_spec.Allows(c.gpu_model(n));
     if (usable) min_milli = shape.gpu_milli;
   }
   int64_t usable = 0;
@@ -58,7 +58,30 @@ int64_t StrandedTracker::NodeStranded(const ClusterState& c, const std::map<JobS
 int64_t StrandedTracker::Compute(const ClusterState& c, const std::map<JobShape, WaitingShape>& shapes,
                                  uint64_t shapes_version) {
   const auto nodes = static_cast<size_t>(c.num_nodes());
-  if (!have_shapes_version_ || shapes_version != shapes_version_ || version_.size() != nodes) {
+  // Which waiting gangs could be placed now, from whole free GPUs per model.
+  whole_by_model_.assign(c.models().size() + 1, 0);
+  int64_t whole_total = 0;
+  for (NodeId n = 0; n < c.num_nodes(); ++n) {
+    if (c.gpu_model(n) == kNoGpuModel) continue;
+    whole_by_model_[static_cast<size_t>(c.gpu_model(n))] += c.free_whole_gpus(n);
+    whole_total += c.free_whole_gpus(n);
+  }
+  gang_fits_.clear();
+  for (const auto& [shape, w] : shapes) {
+    bool fits = false;
+    if (!shape.single_node && shape.num_gpu > 0 && shape.gpu_milli == kMilliPerGpu) {
+      int64_t whole = whole_total;
+      if (!w.request.gpu_spec.allowed.empty()) {
+        whole = 0;
+        for (GpuModelId m : w.request.gpu_spec.allowed) whole += whole_by_model_[static_cast<size_t>(m)];
+      }
+      fits = whole >= shape.num_gpu;
+    }
+    gang_fits_.push_back(fits);
+  }
+  if (!have_shapes_version_ || shapes_version != shapes_version_ || version_.size() != nodes ||
+      gang_fits_ != last_gang_fits_) {
+    last_gang_fits_ = gang_fits_;
     version_.assign(nodes, 0);
     stranded_.assign(nodes, 0);
     known_.assign(nodes, 0);

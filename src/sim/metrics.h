@@ -33,19 +33,24 @@ Summary Summarize(std::vector<int64_t> values);
 //    (CPU, memory, GPU model, enough devices with enough free milli-GPU):
 //    then it can use each device of n whose free milli-GPU >= its per-device
 //    request; or
-//  * it is a gang of whole GPUs (may span nodes) and n has a GPU model it
-//    allows: it can use every fully free device of n (the gang placer takes
-//    whole free GPUs from any such node).
+//  * it is a gang of whole GPUs (may span nodes) that could be placed now
+//    (the whole free GPUs on nodes of models it allows add up to its size)
+//    and n has such a model: it can use every fully free device of n (the
+//    gang placer takes whole free GPUs from any such node).
 // A device's idle milli-GPU is usable if some waiting shape can use it;
-// the rest of the idle capacity is stranded. CPU-only waiting jobs use no
-// GPU. Only distinct shapes are considered, and a node is recomputed only
-// when its version or the set of waiting shapes changed.
+// the rest of the idle capacity is stranded: it sits idle while jobs wait
+// because no waiting job fits it. CPU-only waiting jobs use no GPU. Only
+// distinct shapes are considered, and a node is recomputed only when its
+// version, the set of waiting shapes or the set of gangs that fit changed.
 class StrandedTracker {
  public:
   int64_t Compute(const ClusterState& c, const std::map<JobShape, WaitingShape>& shapes, uint64_t shapes_version);
 
  private:
   int64_t NodeStranded(const ClusterState& c, const std::map<JobShape, WaitingShape>& shapes, NodeId n) const;
+
+  std::vector<uint8_t> gang_fits_, last_gang_fits_;  // per waiting shape, in map order
+  std::vector<int64_t> whole_by_model_;
 
   std::vector<uint64_t> version_;
   std::vector<int64_t> stranded_;

@@ -1,0 +1,330 @@
+#include "scheduler/queue.h"
+
+#include <algorithm>
+
+namespace tidal {
+
+Result<QueuePolicy> ParseQueuePolicy(std::string_view name) {
+  if (name == "fifo") return QueuePolicy::kFifo;
+  if (name == "fifo-backfill") return QueuePolicy::kFifoBackfill;
+  return MakeError(ErrorCode::kInvalidArgument, "unknown queue policy '{}'; choose fifo or fifo-backfill", name);
+}
+
+std::string_view QueuePolicyName(QueuePolicy policy) {
+  switch (policy) {
+    case QueuePolicy::kFifo:
+      return "fifo";
+    case QueuePolicy::kFifoBackfill:
+      return "fifo-backfill";
+  }
+  return "?";
+}
+
+JobShape JobShape::Of(const PodRequest& pod) {
+  return JobShape{pod.cpu_milli(), pod.memory_mib(), pod.num_gpu(), pod.gpu_milli(), pod.job->single_node,
+                  pod.gpu_spec_key};
+}
+
+// --- FreeCapacity ---------------------------------------------------------
+
+void FreeCapacity::CopyFrom(const ClusterState& c) {
+  const auto n = static_cast<size_t>(c.num_nodes());
+  cpu_.resize(n);
+  mem_.resize(n);
+  model_.resize(n);
+  count_.resize(n);
+  offset_.resize(n);
+  whole_.resize(n);
+  gpu_.clear();
+  for (NodeId i = 0; i < c.num_nodes(); ++i) {
+    const auto k = static_cast<size_t>(i);
+    cpu_[k] = c.cpu_free(i);
+    mem_[k] = c.memory_free(i);
+    model_[k] = c.gpu_model(i);
+    count_[k] = c.gpu_count(i);
+    offset_[k] = static_cast<int32_t>(gpu_.size());
+    whole_[k] = c.free_whole_gpus(i);
+    const auto free = c.gpu_free(i);
+    gpu_.insert(gpu_.end(), free.begin(), free.end());
+  }
+}
+
+void FreeCapacity::Apply(const NodeAssignment& a, int sign) {
+  const auto k = static_cast<size_t>(a.node);
+  cpu_[k] += sign * a.cpu_milli;
+  mem_[k] += sign * a.memory_mib;
+  for (size_t i = 0; i < a.gpus.size(); ++i) {
+    int32_t& g = gpu_[static_cast<size_t>(offset_[k] + a.gpus[i])];
+    whole_[k] -= g == kMilliPerGpu;
+    g += sign * a.gpu_milli[i];
+    whole_[k] += g == kMilliPerGpu;
+  }
+}
+
+bool FreeCapacity::Fits(const PodRequest& pod, NodeId n) const {
+  const auto k = static_cast<size_t>(n);
+  if (cpu_[k] < pod.cpu_milli() || mem_[k] < pod.memory_mib()) return false;
+  if (pod.num_gpu() == 0) return true;
+  if (count_[k] < pod.num_gpu() || !pod.gpu_spec.Allows(model_[k])) return false;
+  if (pod.gpu_milli() == kMilliPerGpu) return whole_[k] >= pod.num_gpu();
+  int32_t fitting = 0;
+  for (int32_t d = 0; d < count_[k]; ++d) fitting += gpu_[static_cast<size_t>(offset_[k] + d)] >= pod.gpu_milli();
+  return fitting >= pod.num_gpu();
+}
+
+// --- JobQueue -------------------------------------------------------------
+
+JobQueue::JobQueue(Scheduler& scheduler, QueuePolicy policy) : scheduler_(scheduler), policy_(policy) {}
+
+void JobQueue::AddShape(const Entry& e) {
+  auto [it, inserted] = shapes_.try_emplace(e.shape, WaitingShape{e.request, 0});
+  ++it->second.count;
+  if (inserted) ++shapes_version_;
+  const auto k = static_cast<size_t>(e.shape_id);
+  if (waiting_by_id_[k]++ == 0 && unfit_[k]) ++unfit_waiting_;
+}
+
+void JobQueue::MarkUnfit(int32_t shape_id) {
+  const auto k = static_cast<size_t>(shape_id);
+  if (unfit_[k]) return;
+  unfit_[k] = 1;
+  if (waiting_by_id_[k] > 0) ++unfit_waiting_;
+}
+
+void JobQueue::ClearUnfit() {
+  std::fill(unfit_.begin(), unfit_.end(), 0);
+  unfit_waiting_ = 0;
+}
+
+void JobQueue::RemoveShape(const Entry& e) {
+  const auto k = static_cast<size_t>(e.shape_id);
+  if (--waiting_by_id_[k] == 0 && unfit_[k]) --unfit_waiting_;
+  auto it = shapes_.find(e.shape);
+  if (it == shapes_.end()) return;
+  if (--it->second.count == 0) {
+    shapes_.erase(it);
+    ++shapes_version_;
+  } else if (it->second.request.job == e.job) {
+    // Keep the representative pointing at a job that is still waiting.
+    for (const Entry& w : waiting_) {
+      if (w.job != e.job && w.shape == e.shape) {
+        it->second.request = w.request;
+        break;
+      }
+    }
+  }
+}
+
+JobQueue::EntryList::iterator JobQueue::Remove(EntryList::iterator it) {
+  const Entry e = *it;
+  auto next = waiting_.erase(it);
+  RemoveShape(e);
+  return next;
+}
+
+Result<void> JobQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolvable) {
+  if (!job.duration_s) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "job '{}' ({}) has no duration; a queue needs each job's run time to know when it ends",
+                     job.name, job.source);
+  }
+  auto request = ResolveRequest(job, scheduler_.cluster().models());
+  if (!request) {
+    unresolvable.push_back({&job, request.error().message});
+    return {};
+  }
+  Entry e{.job = &job, .request = std::move(*request), .seq = next_seq_++};
+  e.shape = JobShape::Of(e.request);
+  auto [id, added] = shape_ids_.try_emplace(e.shape, static_cast<int32_t>(shape_ids_.size()));
+  e.shape_id = id->second;
+  if (added) {
+    waiting_by_id_.push_back(0);
+    unfit_.push_back(0);
+    delays_head_.push_back(0);
+  }
+  waiting_.push_back(std::move(e));
+  // The PodRequest points at the job, which the caller keeps alive.
+  AddShape(waiting_.back());
+  return {};
+}
+
+Status JobQueue::Finish(const Job& job) {
+  auto it = running_jobs_.find(job.id);
+  if (it == running_jobs_.end()) {
+    return MakeError(ErrorCode::kNotFound, "job '{}' ({}) is not running; it cannot finish", job.name, job.source);
+  }
+  TIDAL_RETURN_IF_ERROR(scheduler_.Release(job));
+  running_.erase({it->second.first, job.id});
+  running_jobs_.erase(it);
+  // Capacity grew: every earlier "does not fit" and the reservation are stale.
+  ClearUnfit();
+  std::fill(delays_head_.begin(), delays_head_.end(), 0);
+  reservation_.valid = false;
+  scanned_below_ = 0;
+  return Ok();
+}
+
+void JobQueue::MarkStarted(const Entry& e, int64_t now) {
+  const int64_t end = now + *e.job->duration_s;
+  running_.insert({end, e.job->id});
+  running_jobs_[e.job->id] = {end, e.job};
+}
+
+bool JobQueue::HeadFits(const Reservation& r, const PodRequest& head) const {
+  if (r.fitting_nodes > 0) return true;
+  // A gang may gather whole GPUs from several nodes (GangPack's rule).
+  return !head.job->single_node && scheduler_.framework().profile().gang != nullptr &&
+         head.gpu_milli() == kMilliPerGpu && r.whole_allowed >= head.num_gpu();
+}
+
+// sign -1 removes node n's contribution to the counters, +1 adds it back.
+void JobQueue::RecountNode(Reservation& r, const PodRequest& head, NodeId n, int sign) {
+  const auto k = static_cast<size_t>(n);
+  if (sign > 0) r.fits[k] = r.free.Fits(head, n);
+  r.fitting_nodes += sign * r.fits[k];
+  if (head.num_gpu() > 0 && r.free.model(n) != kNoGpuModel && head.gpu_spec.Allows(r.free.model(n)))
+    r.whole_allowed += sign * r.free.whole_free(n);
+}
+
+void JobQueue::ComputeReservation(const Entry& head, int64_t now) {
+  Reservation& r = reservation_;
+  r.valid = true;
+  r.head_seq = head.seq;
+  r.time_s = kNoReservation;
+  r.free.CopyFrom(scheduler_.cluster());
+  const int32_t nodes = r.free.num_nodes();
+  r.fits.assign(static_cast<size_t>(nodes), 0);
+  r.fitting_nodes = 0;
+  r.whole_allowed = 0;
+  for (NodeId n = 0; n < nodes; ++n) RecountNode(r, head.request, n, +1);
+  if (HeadFits(r, head.request)) {
+    // The filters' view says it fits now, yet the placer found no placement
+    // (e.g. a gang's CPU split): reserve "now" and retry at the next event.
+    r.time_s = now;
+    return;
+  }
+  // Release running jobs in end order; all jobs ending at the same second
+  // are released before the head is tested (finishes precede starts).
+  for (auto it = running_.begin(); it != running_.end();) {
+    const int64_t t = it->first;
+    for (; it != running_.end() && it->first == t; ++it) {
+      const Placement* p = scheduler_.cluster().FindAllocation(it->second);
+      if (p == nullptr) continue;
+      for (const NodeAssignment& a : p->assignments) {
+        RecountNode(r, head.request, a.node, -1);
+        r.free.Apply(a, +1);
+        RecountNode(r, head.request, a.node, +1);
+      }
+    }
+    if (HeadFits(r, head.request)) {
+      r.time_s = std::max(t, now);
+      return;
+    }
+  }
+}
+
+bool JobQueue::TakeFromReservation(const Entry& head, const Placement& placement) {
+  Reservation& r = reservation_;
+  auto apply = [&](int sign) {
+    for (const NodeAssignment& a : placement.assignments) {
+      RecountNode(r, head.request, a.node, -1);
+      r.free.Apply(a, sign);
+      RecountNode(r, head.request, a.node, +1);
+    }
+  };
+  apply(-1);
+  if (HeadFits(r, head.request)) return true;
+  apply(+1);
+  return false;
+}
+
+Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
+  const Entry& head = waiting_.front();
+  if (!reservation_.valid || reservation_.head_seq != head.seq) {
+    std::fill(delays_head_.begin(), delays_head_.end(), 0);
+    scanned_below_ = 0;
+    ComputeReservation(head, now);
+  }
+  const int64_t res = reservation_.time_s;
+  for (auto it = std::next(waiting_.begin()); it != waiting_.end();) {
+    if (unfit_waiting_ == shapes_.size()) break;  // nothing waiting fits now
+    const Entry& e = *it;
+    if (e.seq < scanned_below_ || unfit_[static_cast<size_t>(e.shape_id)]) {
+      ++it;
+      continue;
+    }
+    // Ends by the reservation (finishes precede starts at equal times)?
+    const bool short_job = res == kNoReservation || now + *e.job->duration_s <= res;
+    if (!short_job && delays_head_[static_cast<size_t>(e.shape_id)]) {
+      ++it;
+      continue;
+    }
+    auto bound = scheduler_.ScheduleAndBind(*e.job);
+    if (!bound) {
+      if (bound.error().code == ErrorCode::kUnschedulable) {
+        MarkUnfit(e.shape_id);
+        ++it;
+        continue;
+      }
+      if (bound.error().code == ErrorCode::kUnresolvable) {
+        pass.unresolvable.push_back({e.job, bound.error().message});
+        it = Remove(it);
+        continue;
+      }
+      return std::unexpected(bound.error());
+    }
+    if (!short_job && !TakeFromReservation(head, **bound)) {
+      // It would take capacity the head needs at its reservation: undo. The
+      // scheduler is the only writer, so the what-if goes through it too.
+      TIDAL_RETURN_IF_ERROR(scheduler_.Release(*e.job));
+      delays_head_[static_cast<size_t>(e.shape_id)] = 1;
+      ++it;
+      continue;
+    }
+    MarkStarted(e, now);
+    pass.started.push_back(e.job);
+    ++pass.backfilled;
+    it = Remove(it);
+  }
+  scanned_below_ = next_seq_;
+  return Ok();
+}
+
+Result<QueuePass> JobQueue::Schedule(int64_t now) {
+  QueuePass pass;
+  // FIFO part: start heads while they fit.
+  while (!waiting_.empty()) {
+    const Entry& head = waiting_.front();
+    if (unfit_[static_cast<size_t>(head.shape_id)]) break;
+    auto bound = scheduler_.ScheduleAndBind(*head.job);
+    if (bound) {
+      MarkStarted(head, now);
+      pass.started.push_back(head.job);
+      Remove(waiting_.begin());
+      continue;
+    }
+    if (bound.error().code == ErrorCode::kUnresolvable) {
+      pass.unresolvable.push_back({head.job, bound.error().message});
+      Remove(waiting_.begin());
+      continue;
+    }
+    if (bound.error().code != ErrorCode::kUnschedulable) return std::unexpected(bound.error());
+    if (running_.empty()) {
+      // The cluster is empty and it still does not fit: it never will.
+      pass.unresolvable.push_back(
+          {head.job, fmt::format("job '{}' ({}) does not fit even on the empty cluster ({}); shrink the "
+                                 "request or add capacity",
+                                 head.job->name, head.job->source, bound.error().message)});
+      Remove(waiting_.begin());
+      continue;
+    }
+    MarkUnfit(head.shape_id);
+    break;
+  }
+  if (policy_ == QueuePolicy::kFifoBackfill && waiting_.size() > 1) {
+    TIDAL_RETURN_IF_ERROR(Backfill(now, pass));
+  }
+  return pass;
+}
+
+}  // namespace tidal

@@ -1,0 +1,205 @@
+// Job queues over the Scheduler: FIFO and FIFO + EASY backfill.
+//
+// The queue owns the waiting jobs (in arrival order) and the set of running
+// jobs with their known end times; the Scheduler stays the only writer of
+// ClusterState (the queue binds through ScheduleAndBind and frees through
+// Release). A driver (the simulator's virtual clock, later the daemon's wall
+// clock) calls Push on arrival, Finish when a job ends and Schedule(now) after
+// each batch of events.
+//
+// FIFO: start the head while it fits; a head that does not fit blocks all.
+// FIFO + EASY backfill (Lifka '95; Mu'alem & Feitelson '01): when the head is
+// blocked it gets a reservation at the earliest time the running jobs' known
+// end times free enough capacity for it; a later job may start now only if
+// it fits now and either ends by the reservation or leaves enough capacity at
+// the reservation for the head. End times are start + the job's duration_s
+// (in a trace replay: exact run times, i.e. perfect user estimates).
+//
+// "Capacity for the head" at a future time is judged on a detached copy of
+// the free state with the node filters' rules (CPU, memory, GPU model, devices
+// with enough free milli-GPU; a gang may also gather whole free GPUs across
+// nodes of allowed models, as GangPack does). The real placer decides the
+// actual placement when the time comes; if it disagrees, the head simply
+// waits for the next event and gets a fresh reservation.
+//
+// Invariants and exactness arguments the implementation relies on:
+//  * Between two releases capacity only shrinks, so a request shape that did
+//    not fit once does not fit until the next release (kept in a set, cleared
+//    on release). Shapes are compared on everything the filters read.
+//  * A shape rejected because it would delay the reservation is not retried
+//    until the reservation changes (head change or release). This is a policy
+//    rule, not an approximation of one: it is conservative (the head is never
+//    delayed) and keeps a pass at O(distinct shapes) scheduling cycles.
+//  * A job that does not fit while nothing runs can never fit (the cluster is
+//    empty): it is reported as unresolvable and removed, so no queue blocks
+//    forever.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <limits>
+#include <list>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "framework/plugin.h"
+#include "scheduler/scheduler.h"
+#include "workload/job.h"
+
+namespace tidal {
+
+enum class QueuePolicy { kFifo, kFifoBackfill };
+
+Result<QueuePolicy> ParseQueuePolicy(std::string_view name);
+std::string_view QueuePolicyName(QueuePolicy policy);
+
+inline constexpr int64_t kNoReservation = std::numeric_limits<int64_t>::max();
+
+// Everything the filters and the gang placer read from a request: two jobs
+// with equal shapes fit exactly the same nodes.
+struct JobShape {
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int32_t num_gpu = 0;
+  int32_t gpu_milli = 0;
+  bool single_node = true;
+  std::string gpu_spec_key;  // models joined by '|', "" = any
+
+  static JobShape Of(const PodRequest& pod);
+  auto operator<=>(const JobShape&) const = default;
+};
+
+// Free capacity of every node, detached from ClusterState, so the queue can
+// ask "what if these jobs had ended / this job were running?" without
+// touching the real state.
+class FreeCapacity {
+ public:
+  void CopyFrom(const ClusterState& c);
+  int32_t num_nodes() const { return static_cast<int32_t>(cpu_.size()); }
+  // sign +1 returns an assignment's capacity, -1 takes it.
+  void Apply(const NodeAssignment& a, int sign);
+  // Would a single-node request fit on node n (the ResourceFit and GpuFit
+  // filters' rules)?
+  bool Fits(const PodRequest& pod, NodeId n) const;
+  // Whole free GPUs on node n.
+  int32_t whole_free(NodeId n) const { return whole_[n]; }
+  GpuModelId model(NodeId n) const { return model_[n]; }
+
+ private:
+  std::vector<int64_t> cpu_, mem_;
+  std::vector<GpuModelId> model_;
+  std::vector<int32_t> count_, offset_, whole_;
+  std::vector<int32_t> gpu_;
+};
+
+struct UnresolvableJob {
+  const Job* job = nullptr;
+  std::string reason;
+};
+
+// What one Schedule() pass did, in order.
+struct QueuePass {
+  std::vector<const Job*> started;
+  std::vector<UnresolvableJob> unresolvable;
+  int64_t backfilled = 0;  // of `started`, those that jumped a blocked head
+};
+
+struct WaitingShape {
+  PodRequest request;  // of one waiting job of this shape (the oldest)
+  int64_t count = 0;
+};
+
+class JobQueue {
+ public:
+  JobQueue(Scheduler& scheduler, QueuePolicy policy);
+
+  QueuePolicy policy() const { return policy_; }
+
+  // Enqueues a job that arrived; it waits behind every earlier Push. The job
+  // must outlive its time in the queue and its run. A job whose GPU models do
+  // not exist in this cluster is not queued: it is returned as unresolvable.
+  Result<void> Push(const Job& job, std::vector<UnresolvableJob>& unresolvable);
+
+  // The running job ended: frees its capacity.
+  Status Finish(const Job& job);
+
+  // One scheduling pass at virtual time `now` (seconds).
+  Result<QueuePass> Schedule(int64_t now);
+
+  size_t waiting() const { return waiting_.size(); }
+  size_t running() const { return running_.size(); }
+  // Distinct shapes of the waiting jobs (deterministic order).
+  const std::map<JobShape, WaitingShape>& waiting_shapes() const { return shapes_; }
+  // Increases whenever the set of distinct waiting shapes changes.
+  uint64_t shapes_version() const { return shapes_version_; }
+  // The head's reservation as last computed (kNoReservation if none).
+  int64_t reservation_s() const { return reservation_.valid ? reservation_.time_s : kNoReservation; }
+
+ private:
+  struct Entry {
+    const Job* job = nullptr;
+    PodRequest request;
+    JobShape shape;
+    int32_t shape_id = 0;  // interned: flags below are indexed by it
+    uint64_t seq = 0;
+  };
+  using EntryList = std::list<Entry>;
+
+  // The head's reservation: when it can start and the free capacity at that
+  // time, minus the backfilled jobs that run past it.
+  struct Reservation {
+    bool valid = false;
+    uint64_t head_seq = 0;
+    int64_t time_s = kNoReservation;
+    FreeCapacity free;
+    std::vector<uint8_t> fits;   // per node: the head fits there on its own
+    int32_t fitting_nodes = 0;
+    int64_t whole_allowed = 0;   // whole free GPUs on nodes of allowed models
+  };
+
+  void AddShape(const Entry& e);
+  void RemoveShape(const Entry& e);
+  EntryList::iterator Remove(EntryList::iterator it);
+  void MarkStarted(const Entry& e, int64_t now);
+  bool HeadFits(const Reservation& r, const PodRequest& head) const;
+  void RecountNode(Reservation& r, const PodRequest& head, NodeId n, int sign);
+  void ComputeReservation(const Entry& head, int64_t now);
+  // Takes `placement` out of the reservation's capacity if the head still
+  // fits afterwards; otherwise leaves it unchanged and returns false.
+  bool TakeFromReservation(const Entry& head, const Placement& placement);
+  Status Backfill(int64_t now, QueuePass& pass);
+
+  Scheduler& scheduler_;
+  QueuePolicy policy_;
+  EntryList waiting_;
+  uint64_t next_seq_ = 0;
+  std::map<JobShape, WaitingShape> shapes_;
+  uint64_t shapes_version_ = 0;
+
+  std::set<std::pair<int64_t, JobId>> running_;  // (end time, job id)
+  std::unordered_map<JobId, std::pair<int64_t, const Job*>> running_jobs_;
+
+  void MarkUnfit(int32_t shape_id);
+  void ClearUnfit();
+
+  std::map<JobShape, int32_t> shape_ids_;
+  std::vector<int64_t> waiting_by_id_;  // waiting jobs per interned shape
+  // Shapes that failed to fit since the last release (capacity only shrank),
+  // and how many of the waiting shapes are among them: when all are, no
+  // waiting job can start and a pass stops scanning.
+  std::vector<uint8_t> unfit_;
+  size_t unfit_waiting_ = 0;
+  // Shapes that would delay the current reservation (long jobs only).
+  std::vector<uint8_t> delays_head_;
+  // Backfill candidates with seq < scanned_below_ were examined under the
+  // current reservation and state-since-release.
+  uint64_t scanned_below_ = 0;
+  Reservation reservation_;
+};
+
+}  // namespace tidal

@@ -1,0 +1,341 @@
+// The queue experiment: hand-computed FIFO and EASY-backfill timelines, the
+// metrics on them, stranded capacity, unresolvable jobs, determinism and a
+// replay of the start of the real Philly trace.
+#include "sim/queue_sim.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "sim/metrics.h"
+#include "workload/traces/philly.h"
+
+namespace tidal::sim {
+namespace {
+
+Job MakeJob(JobId id, int64_t submit, int32_t gpus, int64_t duration, int32_t milli = kMilliPerGpu,
+            bool single_node = true) {
+  Job j;
+  j.id = id;
+  j.name = fmt::format("j{}", id);
+  j.source = fmt::format("test:{}", id);
+  j.cpu_milli = 1000;
+  j.memory_mib = 1024;
+  j.num_gpu = gpus;
+  j.gpu_milli = milli;
+  j.single_node = single_node;
+  j.submit_time_s = submit;
+  j.duration_s = duration;
+  return j;
+}
+
+std::vector<NodeSpec> OneNode(int32_t gpus) { return {{"n0", 64000, 262144, gpus, "A"}}; }
+
+QueueSimResult Replay(const std::vector<NodeSpec>& nodes, const std::vector<Job>& jobs, QueuePolicy queue,
+                   const std::string& policy = "bestfit", uint64_t seed = 42) {
+  QueueSimOptions o;
+  o.policy = policy;
+  o.queue = queue;
+  o.seed = seed;
+  auto r = RunQueueSim(nodes, jobs, o);
+  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().ToString());
+  return r ? std::move(*r) : QueueSimResult{};
+}
+
+const QueueJobRecord& Rec(const QueueSimResult& r, JobId id) {
+  for (const auto& j : r.jobs)
+    if (j.id == id) return j;
+  ADD_FAILURE() << "no job " << id;
+  return r.jobs.front();
+}
+
+// One node with 4 GPUs.
+//   j0 t=0 2 GPUs 10 s    runs [0,10)
+//   j1 t=1 4 GPUs  5 s    the head: reservation at 10 (when j0 ends)
+//   j2 t=2 1 GPU   5 s    ends at 7 <= 10: backfill starts it at 2; FIFO waits
+//   j3 t=3 1 GPU  20 s    would hold a GPU the head needs at 10: never backfilled
+std::vector<Job> Scenario1() {
+  return {MakeJob(0, 0, 2, 10), MakeJob(1, 1, 4, 5), MakeJob(2, 2, 1, 5), MakeJob(3, 3, 1, 20)};
+}
+
+TEST(QueueSim, FifoKeepsArrivalOrder) {
+  const QueueSimResult r = Replay(OneNode(4), Scenario1(), QueuePolicy::kFifo);
+  ASSERT_EQ(r.jobs_finished, 4);
+  EXPECT_EQ(Rec(r, 0).start_s, 0);
+  EXPECT_EQ(Rec(r, 1).start_s, 10);
+  EXPECT_EQ(Rec(r, 2).start_s, 15);  // blocked behind the head although it fit at t=2
+  EXPECT_EQ(Rec(r, 3).start_s, 15);
+  EXPECT_EQ(r.backfilled, 0);
+  // delays 0, 9, 13, 12; JCT 10, 14, 18, 32
+  EXPECT_DOUBLE_EQ(r.queue_delay_s.mean, 34.0 / 4);
+  EXPECT_DOUBLE_EQ(r.queue_delay_s.p50, 10.5);
+  EXPECT_DOUBLE_EQ(r.jct_s.mean, 74.0 / 4);
+  EXPECT_EQ(r.makespan_s, 35);
+}
+
+TEST(QueueSim, BackfillStartsShortJobWithoutDelayingTheHead) {
+  const QueueSimResult r = Replay(OneNode(4), Scenario1(), QueuePolicy::kFifoBackfill);
+  ASSERT_EQ(r.jobs_finished, 4);
+  EXPECT_EQ(Rec(r, 0).start_s, 0);
+  EXPECT_EQ(Rec(r, 1).start_s, 10);  // exactly its reservation, as under FIFO
+  EXPECT_EQ(Rec(r, 2).start_s, 2);   // backfilled
+  EXPECT_EQ(Rec(r, 2).finish_s, 7);
+  EXPECT_EQ(Rec(r, 3).start_s, 15);  // fit at t=3 but would have delayed the head
+  EXPECT_EQ(r.backfilled, 1);
+  // delays 0, 9, 0, 12; JCT 10, 14, 5, 32
+  EXPECT_DOUBLE_EQ(r.queue_delay_s.mean, 21.0 / 4);
+  EXPECT_DOUBLE_EQ(r.queue_delay_s.p50, 4.5);
+  EXPECT_DOUBLE_EQ(r.jct_s.mean, 61.0 / 4);
+  EXPECT_DOUBLE_EQ(r.jct_s.p50, 12.0);
+  // Allocated GPUs: [0,2) 2, [2,7) 3, [7,10) 2, [10,15) 4, [15,35) 1
+  // = 65 GPU-s over 4 GPUs x 35 s.
+  EXPECT_DOUBLE_EQ(r.allocation_rate, 65.0 / 140.0);
+  // Someone waits during [1,15). Stranded: [1,2) 2 GPUs idle that only the
+  // 4-GPU head wants; [2,3) 1 GPU; from t=3 the idle GPU fits waiting j3.
+  EXPECT_DOUBLE_EQ(r.stranded_gpu_share, 3.0 / (4.0 * 14.0));
+  EXPECT_DOUBLE_EQ(r.waiting_time_share, 14.0 / 35.0);
+}
+
+// One node with 8 GPUs: the head (6 GPUs) has 2 GPUs to spare at its
+// reservation, so two long 1-GPU jobs may run past it; a third may not.
+TEST(QueueSim, BackfillUsesOnlyTheCapacityTheHeadLeavesSpare) {
+  const std::vector<Job> jobs = {MakeJob(0, 0, 4, 10), MakeJob(1, 1, 6, 5), MakeJob(2, 2, 1, 100),
+                                 MakeJob(3, 3, 1, 100), MakeJob(4, 4, 1, 100)};
+  const QueueSimResult b = Replay(OneNode(8), jobs, QueuePolicy::kFifoBackfill);
+  EXPECT_EQ(Rec(b, 1).start_s, 10);
+  EXPECT_EQ(Rec(b, 2).start_s, 2);
+  EXPECT_EQ(Rec(b, 3).start_s, 3);
+  EXPECT_EQ(Rec(b, 4).start_s, 15);
+  const QueueSimResult f = Replay(OneNode(8), jobs, QueuePolicy::kFifo);
+  EXPECT_EQ(Rec(f, 1).start_s, 10);
+  EXPECT_EQ(Rec(f, 2).start_s, 10);  // 6 + 1 + 1 fit at 10 once j0 left
+  EXPECT_EQ(Rec(f, 3).start_s, 10);
+  EXPECT_EQ(Rec(f, 4).start_s, 15);
+}
+
+// Gangs (multi-node, whole GPUs) on two 4-GPU nodes: the 8-GPU head needs
+// both nodes; its reservation is when the last running job ends.
+TEST(QueueSim, GangHeadReservationAcrossNodes) {
+  const std::vector<NodeSpec> nodes = {{"a", 64000, 262144, 4, "A"}, {"b", 64000, 262144, 4, "A"}};
+  const std::vector<Job> jobs = {MakeJob(0, 0, 2, 10, 1000, false), MakeJob(1, 0, 2, 20, 1000, false),
+                                 MakeJob(2, 1, 8, 5, 1000, false), MakeJob(3, 2, 4, 18, 1000, false),
+                                 MakeJob(4, 2, 2, 30, 1000, false)};
+  const QueueSimResult r = Replay(nodes, jobs, QueuePolicy::kFifoBackfill);
+  EXPECT_EQ(Rec(r, 2).start_s, 20);  // reservation: j1 ends at 20
+  EXPECT_EQ(Rec(r, 3).start_s, 2);   // ends at 20 <= 20: backfilled
+  EXPECT_EQ(Rec(r, 4).start_s, 25);  // would run past 20: waits for the head
+  const QueueSimResult f = Replay(nodes, jobs, QueuePolicy::kFifo);
+  EXPECT_EQ(Rec(f, 2).start_s, 20);
+  EXPECT_EQ(Rec(f, 3).start_s, 25);
+  EXPECT_EQ(Rec(f, 4).start_s, 25);
+}
+
+TEST(QueueSim, EqualTimesFinishBeforeArrivalsAndZeroDurationJobs) {
+  // j1 arrives exactly when j0 ends: the finish is processed first, so j1
+  // starts at once. j2 runs for 0 s.
+  const std::vector<Job> jobs = {MakeJob(0, 0, 4, 10), MakeJob(1, 10, 4, 3), MakeJob(2, 13, 4, 0),
+                                 MakeJob(3, 13, 4, 1)};
+  const QueueSimResult r = Replay(OneNode(4), jobs, QueuePolicy::kFifo);
+  EXPECT_EQ(Rec(r, 1).start_s, 10);
+  EXPECT_EQ(Rec(r, 2).start_s, 13);
+  EXPECT_EQ(Rec(r, 2).finish_s, 13);
+  EXPECT_EQ(Rec(r, 3).start_s, 13);
+  EXPECT_EQ(r.queue_delay_s.mean, 0);
+}
+
+TEST(QueueSim, UnresolvableJobsAreReportedAndExcluded) {
+  std::vector<Job> jobs = {MakeJob(0, 0, 2, 10), MakeJob(1, 1, 8, 5),  // 8 GPUs on one 4-GPU node
+                           MakeJob(2, 2, 16, 5, 1000, false),           // gang larger than the cluster
+                           MakeJob(3, 3, 1, 5)};
+  jobs[3].gpu_spec = {"H100"};  // no such model here
+  const QueueSimResult r = Replay(OneNode(4), jobs, QueuePolicy::kFifoBackfill);
+  EXPECT_EQ(r.jobs_total, 4);
+  EXPECT_EQ(r.jobs_finished, 1);
+  EXPECT_EQ(r.jobs_unresolvable, 3);
+  for (JobId id : {1, 2, 3}) {
+    EXPECT_EQ(Rec(r, id).outcome, JobOutcome::kUnresolvable);
+    EXPECT_FALSE(Rec(r, id).reason.empty());
+  }
+  EXPECT_NE(Rec(r, 3).reason.find("H100"), std::string::npos);
+  EXPECT_EQ(r.queue_delay_s.count, 1);
+  const auto json = QueueSimJson(r);
+  EXPECT_EQ(json["jobs_unresolvable"], 3);
+  EXPECT_EQ(json["jobs_finished"], 1);
+}
+
+TEST(QueueSim, JobsWithoutTimesAreAClearError) {
+  std::vector<Job> jobs = {MakeJob(0, 0, 1, 10)};
+  jobs[0].submit_time_s.reset();
+  jobs[0].source = "pods.csv:2";
+  auto r = RunQueueSim(OneNode(4), jobs, {});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("pods.csv:2"), std::string::npos);
+  EXPECT_NE(r.error().message.find("time-stamped"), std::string::npos);
+}
+
+TEST(QueueSim, JsonHasTheDesignKeys) {
+  const QueueSimResult r = Replay(OneNode(4), Scenario1(), QueuePolicy::kFifoBackfill);
+  const auto j = QueueSimJson(r);
+  for (const char* k : {"queue_delay_s", "jct_s"})
+    for (const char* q : {"mean", "p50", "p95", "p99"}) EXPECT_TRUE(j[k].contains(q)) << k << "." << q;
+  for (const char* k : {"allocation_rate", "stranded_gpu_share", "jobs_finished"}) EXPECT_TRUE(j.contains(k)) << k;
+}
+
+// --- stranded capacity -------------------------------------------------
+
+std::map<JobShape, WaitingShape> Shapes(const ClusterState& c, const std::vector<Job>& jobs) {
+  std::map<JobShape, WaitingShape> m;
+  for (const Job& j : jobs) {
+    auto pod = ResolveRequest(j, c.models());
+    EXPECT_TRUE(pod.has_value());
+    auto& w = m.try_emplace(JobShape::Of(*pod), WaitingShape{*pod, 0}).first->second;
+    ++w.count;
+  }
+  return m;
+}
+
+TEST(StrandedTracker, IdleCapacityNoWaitingShapeCanUse) {
+  auto c = ClusterState::Build({{"a", 64000, 262144, 2, "A"}, {"b", 64000, 262144, 1, "B"}});
+  ASSERT_TRUE(c.has_value());
+  // Device a/0 keeps 300 milli free, a/1 and b/0 are fully free.
+  Placement p;
+  p.assignments.push_back({0, 1000, 1024, {0}, {700}});
+  ASSERT_TRUE(c->Bind(99, p).has_value());
+
+  std::vector<Job> waiting = {MakeJob(1, 0, 1, 10, 500)};
+  waiting[0].gpu_spec = {"A"};
+  {
+    StrandedTracker t;
+    const auto shapes = Shapes(*c, waiting);
+    // a/0's 300 < 500 and b is of the wrong model.
+    EXPECT_EQ(t.Compute(*c, shapes, 1), 300 + 1000);
+  }
+  waiting.push_back(MakeJob(2, 0, 1, 10, 200));
+  {
+    StrandedTracker t;
+    EXPECT_EQ(t.Compute(*c, Shapes(*c, waiting), 2), 0);
+  }
+  // A gang of 3 whole GPUs cannot be placed (2 whole GPUs free): all idle
+  // capacity is stranded. A gang of 2 can use both whole GPUs.
+  {
+    StrandedTracker t;
+    EXPECT_EQ(t.Compute(*c, Shapes(*c, {MakeJob(3, 0, 3, 10, 1000, false)}), 3), 2300);
+    EXPECT_EQ(t.Compute(*c, Shapes(*c, {MakeJob(4, 0, 2, 10, 1000, false)}), 4), 300);
+  }
+  // Incremental: after a change on one node only that node is recomputed,
+  // and the answer equals a fresh computation.
+  StrandedTracker t;
+  const auto shapes = Shapes(*c, {MakeJob(1, 0, 1, 10, 500)});
+  EXPECT_EQ(t.Compute(*c, shapes, 7), 300);
+  Placement q;
+  q.assignments.push_back({1, 1000, 1024, {0}, {600}});
+  ASSERT_TRUE(c->Bind(100, q).has_value());
+  StrandedTracker fresh;
+  EXPECT_EQ(t.Compute(*c, shapes, 7), fresh.Compute(*c, shapes, 7));
+  EXPECT_EQ(t.Compute(*c, shapes, 7), 300 + 400);
+}
+
+TEST(Metrics, PercentilesInterpolateLinearly) {
+  const Summary s = Summarize({4, 1, 3, 2});
+  EXPECT_DOUBLE_EQ(s.mean, 2.5);
+  EXPECT_DOUBLE_EQ(s.p50, 2.5);
+  EXPECT_DOUBLE_EQ(s.p95, 3.85);
+  EXPECT_DOUBLE_EQ(s.p99, 3.97);
+  EXPECT_EQ(Summarize({}).count, 0);
+  EXPECT_DOUBLE_EQ(Summarize({7}).p99, 7);
+}
+
+// --- the real Philly trace --------------------------------------------
+
+struct Philly {
+  std::vector<NodeSpec> nodes;
+  std::vector<Job> jobs;
+};
+
+std::optional<Philly> LoadPhilly() {
+  const std::string dir = std::string(TIDAL_SHARED_DIR) + "/traces/philly";
+  if (!std::filesystem::exists(dir + "/pollux_philly_jobs.csv")) return std::nullopt;
+  auto nodes = traces::ReadPhillyMachines(dir + "/machine_list/cluster_machine_list.csv");
+  auto jobs = traces::ReadPhillyJobs(dir + "/pollux_philly_jobs.csv");
+  EXPECT_TRUE(nodes.has_value() && jobs.has_value());
+  if (!nodes || !jobs) return std::nullopt;
+  return Philly{std::move(*nodes), std::move(jobs->jobs)};
+}
+
+TEST(QueueSimPhilly, First3000JobsOnASmallerCluster) {
+  auto philly = LoadPhilly();
+  if (!philly) GTEST_SKIP() << "shared Philly trace not present";
+  // The full 2,490-GPU cluster never queues this trace; 16 8-GPU machines
+  // (128 GPUs) make the first 3,000 jobs queue.
+  std::vector<NodeSpec> nodes;
+  for (const auto& n : philly->nodes)
+    if (n.gpu_count == 8 && nodes.size() < 16) nodes.push_back(n);
+  QueueSimOptions o;
+  o.limit = 3000;
+  int calls = 0;
+  o.progress = [&](const QueueProgress&) { ++calls; };
+  o.queue = QueuePolicy::kFifo;
+  auto fifo = RunQueueSim(nodes, philly->jobs, o);
+  o.queue = QueuePolicy::kFifoBackfill;
+  auto bf = RunQueueSim(nodes, philly->jobs, o);
+  ASSERT_TRUE(fifo.has_value()) << fifo.error().ToString();
+  ASSERT_TRUE(bf.has_value()) << bf.error().ToString();
+  EXPECT_GT(calls, 10);
+  for (const QueueSimResult* r : {&*fifo, &*bf}) {
+    EXPECT_EQ(r->jobs_total, 3000);
+    EXPECT_EQ(r->jobs_finished + r->jobs_unresolvable, 3000);
+    EXPECT_GT(r->queue_delay_s.mean, 0);
+    EXPECT_GT(r->allocation_rate, 0);
+    EXPECT_LE(r->allocation_rate, 1);
+    EXPECT_GE(r->stranded_gpu_share, 0);
+    EXPECT_LE(r->stranded_gpu_share, 1);
+    int64_t prev_submit = 0;
+    for (const auto& j : r->jobs) {
+      EXPECT_GE(j.submit_s, prev_submit);  // arrival order
+      prev_submit = j.submit_s;
+      if (j.outcome != JobOutcome::kFinished) continue;
+      EXPECT_GE(j.start_s, j.submit_s);
+      EXPECT_GT(j.finish_s, j.start_s - 1);
+    }
+  }
+  EXPECT_EQ(fifo->backfilled, 0);
+  EXPECT_GT(bf->backfilled, 0);
+  EXPECT_LT(bf->queue_delay_s.mean, fifo->queue_delay_s.mean);
+}
+
+TEST(QueueSimPhilly, SameSeedSameJson) {
+  auto philly = LoadPhilly();
+  if (!philly) GTEST_SKIP() << "shared Philly trace not present";
+  std::vector<NodeSpec> nodes;
+  for (const auto& n : philly->nodes)
+    if (nodes.size() < 60) nodes.push_back(n);
+  // 60 nodes: 2-GPU machines only, so gangs of more than 120 GPUs are unresolvable.
+  QueueSimOptions o;
+  o.policy = "random";
+  o.limit = 2000;
+  o.seed = 7;
+  auto a = RunQueueSim(nodes, philly->jobs, o);
+  auto b = RunQueueSim(nodes, philly->jobs, o);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_EQ(QueueSimJson(*a).dump(), QueueSimJson(*b).dump());
+  for (size_t i = 0; i < a->jobs.size(); ++i) ASSERT_EQ(a->jobs[i].start_s, b->jobs[i].start_s) << i;
+}
+
+TEST(QueueSimPhilly, EveryPlacerReplays) {
+  auto philly = LoadPhilly();
+  if (!philly) GTEST_SKIP() << "shared Philly trace not present";
+  std::vector<NodeSpec> nodes;
+  for (const auto& n : philly->nodes)
+    if (n.gpu_count == 8 && nodes.size() < 16) nodes.push_back(n);
+  for (const char* policy : {"random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd"}) {
+    QueueSimOptions o;
+    o.policy = policy;
+    o.limit = 500;
+    auto r = RunQueueSim(nodes, philly->jobs, o);
+    ASSERT_TRUE(r.has_value()) << policy << ": " << r.error().ToString();
+    EXPECT_EQ(r->jobs_finished + r->jobs_unresolvable, 500) << policy;
+  }
+}
+
+}  // namespace
+}  // namespace tidal::sim
