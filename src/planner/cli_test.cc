@@ -1,0 +1,122 @@
+// End-to-end: the `tidal plan` and `tidal mfu` commands as a user runs them,
+// checking the JSON contract of the issue and that bad input gives a located
+// error and exit status 2, never a crash.
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+const std::string kShared = TIDAL_SHARED_DIR;
+const std::string kSource = TIDAL_SOURCE_DIR;
+
+struct Output {
+  int status = -1;
+  std::string out;
+};
+
+Output Tidal(const std::string& args) {
+  Output r;
+  const std::string cmd = std::string(TIDAL_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::set<std::string> Keys(const nlohmann::json& j) {
+  std::set<std::string> k;
+  for (auto it = j.begin(); it != j.end(); ++it) k.insert(it.key());
+  return k;
+}
+
+TEST(PlanCliTest, ValidateJsonHasExactlyTheIssueKeys) {
+  if (!std::filesystem::exists(kShared + "/planner/calibration.csv")) GTEST_SKIP() << "shared data not mounted";
+  const Output r = Tidal("plan --validate " + kShared + "/planner/calibration.csv --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(Keys(j), (std::set<std::string>{"rows", "summary"}));
+  ASSERT_FALSE(j["rows"].empty());
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(Keys(row), (std::set<std::string>{"model", "gpus", "gpu_type", "predicted_tflops", "measured_tflops",
+                                                 "error_pct"}));
+  }
+  EXPECT_EQ(Keys(j["summary"]),
+            (std::set<std::string>{"median_abs_error_pct", "max_abs_error_pct", "rows_used", "rows_skipped"}));
+  EXPECT_EQ(j["summary"]["rows_used"].get<int>() + j["summary"]["rows_skipped"].get<int>(), 77);
+  const Output cal = Tidal("plan --validate " + kShared + "/planner/calibration.csv --split calibration --json");
+  ASSERT_EQ(cal.status, 0);
+  EXPECT_LE(nlohmann::json::parse(cal.out)["summary"]["median_abs_error_pct"].get<double>(), 10.0);
+}
+
+TEST(PlanCliTest, PlanJsonHasTheIssueFieldsAndLaunchConfigs) {
+  const Output r = Tidal("plan --model llama3-70b --gpus 512 --gpu h100 --top 5 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["plans"].size(), 5u);
+  for (const auto& p : j["plans"]) {
+    for (const char* k : {"tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "grad_accum", "zero_stage", "recompute",
+                          "step_time_s", "tflops_per_gpu", "mfu", "memory_gib", "comm_share"}) {
+      EXPECT_TRUE(p.contains(k)) << k;
+    }
+  }
+  EXPECT_FALSE(j["megatron_args"].empty());
+  EXPECT_EQ(j["deepspeed_config"]["train_batch_size"].get<int>(), 1024);
+  const Output text = Tidal("plan --model llama3-70b --gpus 512 --gpu h100 --allreduce-saturation 0.4");
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_NE(text.out.find("--tensor-model-parallel-size"), std::string::npos);
+  EXPECT_NE(text.out.find("gradient accumulation at all-reduce saturation 0.40"), std::string::npos);
+  const Output file = Tidal("plan --model " + kSource + "/tests/planner/example_moe.yaml --gpus 64 --gpu h100 --cluster " +
+                         kSource + "/tests/planner/cluster_gb200.yaml");
+  EXPECT_EQ(file.status, 0) << file.out;
+}
+
+TEST(PlanCliTest, BadInputIsALocatedErrorNotACrash) {
+  Output r = Tidal("plan --model no-such-model --gpus 8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("unknown model 'no-such-model'"), std::string::npos) << r.out;
+  r = Tidal("plan --model " + kSource + "/tests/planner/bad_model.yaml --gpus 8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("bad_model.yaml:3"), std::string::npos) << r.out;
+  r = Tidal("plan --validate /nonexistent.csv");
+  EXPECT_EQ(r.status, 2);
+  r = Tidal("plan --model llama3-405b --gpus 8 --gpu a100");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("no strategy"), std::string::npos) << r.out;
+  r = Tidal("plan --model llama3-8b --gpus 8 --cluster domain=x");
+  EXPECT_EQ(r.status, 2);
+  r = Tidal("mfu");
+  EXPECT_EQ(r.status, 2);
+  r = Tidal("mfu --log /nonexistent.log");
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST(MfuCliTest, LogAndDcgmFiguresNameTheirMethod) {
+  if (!std::filesystem::exists(kShared + "/fixtures")) GTEST_SKIP() << "shared fixtures not mounted";
+  Output r = Tidal("mfu --log " + kShared +
+                "/fixtures/megatron-logs/issue-megatron-lm-756-mixtral-h100-2024-04-iterations.part4.log "
+                "--model mixtral-8x7b --seq-len 2048 --gpu h100 --gpus 16 --tp 4 --pp 1 --global-batch 128 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["mfu"]["method"].get<std::string>().starts_with("TFLOP/s per GPU /"));
+  EXPECT_TRUE(j["comm_share"]["method"].get<std::string>().starts_with("fallback step 1"));
+  r = Tidal("mfu --dcgm " + kShared + "/fixtures/dcgm-exporter/cloud-native-docs-a100-mig-sample.prom " + kShared +
+            "/fixtures/dcgm-exporter/issue-dcgm-exporter-pr736-mixed-models-lowercase-hostname.prom --gpu a100 "
+            "--gpus 64 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["comm_share"]["method"].get<std::string>().starts_with("fallback step 3"));
+  EXPECT_TRUE(j["tensor_active"].is_object());
+}
+
+}  // namespace
