@@ -81,24 +81,14 @@ void JobQueue::AddShape(const Entry& e) {
   ++it->second.count;
   if (inserted) ++shapes_version_;
   const auto k = static_cast<size_t>(e.shape_id);
-  if (waiting_by_id_[k]++ == 0 && unfit_[k]) ++unfit_waiting_;
-}
-
-void JobQueue::MarkUnfit(int32_t shape_id) {
-  const auto k = static_cast<size_t>(shape_id);
-  if (unfit_[k]) return;
-  unfit_[k] = 1;
-  if (waiting_by_id_[k] > 0) ++unfit_waiting_;
-}
-
-void JobQueue::ClearUnfit() {
-  std::fill(unfit_.begin(), unfit_.end(), 0);
-  unfit_waiting_ = 0;
+  ++waiting_by_id_[k];
+  durations_by_id_[k].insert(*e.job->duration_s);
 }
 
 void JobQueue::RemoveShape(const Entry& e) {
   const auto k = static_cast<size_t>(e.shape_id);
-  if (--waiting_by_id_[k] == 0 && unfit_[k]) --unfit_waiting_;
+  --waiting_by_id_[k];
+  durations_by_id_[k].erase(durations_by_id_[k].find(*e.job->duration_s));
   auto it = shapes_.find(e.shape);
   if (it == shapes_.end()) return;
   if (--it->second.count == 0) {
@@ -139,6 +129,7 @@ Result<void> JobQueue::Push(const Job& job, std::vector<UnresolvableJob>& unreso
   e.shape_id = id->second;
   if (added) {
     waiting_by_id_.push_back(0);
+    durations_by_id_.emplace_back();
     unfit_.push_back(0);
     delays_head_.push_back(0);
   }
@@ -157,7 +148,7 @@ Status JobQueue::Finish(const Job& job) {
   running_.erase({it->second.first, job.id});
   running_jobs_.erase(it);
   // Capacity grew: every earlier "does not fit" and the reservation are stale.
-  ClearUnfit();
+  std::fill(unfit_.begin(), unfit_.end(), 0);
   std::fill(delays_head_.begin(), delays_head_.end(), 0);
   reservation_.valid = false;
   scanned_below_ = 0;
@@ -246,29 +237,53 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
     ComputeReservation(head, now);
   }
   const int64_t res = reservation_.time_s;
-  for (auto it = std::next(waiting_.begin()); it != waiting_.end();) {
-    if (unfit_waiting_ == shapes_.size()) break;  // nothing waiting fits now
+  // A waiting shape is blocked if none of its jobs can start in this pass.
+  auto blocked = [&](size_t k) {
+    if (waiting_by_id_[k] == 0) return false;
+    if (unfit_[k]) return true;
+    return delays_head_[k] && res != kNoReservation && now + *durations_by_id_[k].begin() > res;
+  };
+  size_t blocked_shapes = 0;
+  for (size_t k = 0; k < waiting_by_id_.size(); ++k) blocked_shapes += blocked(k);
+  // Runs `change` and keeps blocked_shapes right for shape k.
+  auto update = [&](size_t k, auto&& change) {
+    const bool before = blocked(k);
+    change();
+    blocked_shapes = blocked_shapes - before + blocked(k);
+  };
+
+  // Entries already scanned under this reservation form a prefix (new jobs
+  // are appended): start after it, walking back from the end so arrival-only
+  // passes cost only the new jobs.
+  auto it = std::next(waiting_.begin());
+  if (it->seq < scanned_below_) {
+    it = waiting_.end();
+    while (std::prev(it)->seq >= scanned_below_) --it;
+  }
+  while (it != waiting_.end()) {
+    if (blocked_shapes == shapes_.size()) break;  // nothing waiting can start now
     const Entry& e = *it;
-    if (e.seq < scanned_below_ || unfit_[static_cast<size_t>(e.shape_id)]) {
+    const auto k = static_cast<size_t>(e.shape_id);
+    if (unfit_[k]) {
       ++it;
       continue;
     }
     // Ends by the reservation (finishes precede starts at equal times)?
     const bool short_job = res == kNoReservation || now + *e.job->duration_s <= res;
-    if (!short_job && delays_head_[static_cast<size_t>(e.shape_id)]) {
+    if (!short_job && delays_head_[k]) {
       ++it;
       continue;
     }
     auto bound = scheduler_.ScheduleAndBind(*e.job);
     if (!bound) {
       if (bound.error().code == ErrorCode::kUnschedulable) {
-        MarkUnfit(e.shape_id);
+        update(k, [&] { unfit_[k] = 1; });
         ++it;
         continue;
       }
       if (bound.error().code == ErrorCode::kUnresolvable) {
         pass.unresolvable.push_back({e.job, bound.error().message});
-        it = Remove(it);
+        update(k, [&] { it = Remove(it); });
         continue;
       }
       return std::unexpected(bound.error());
@@ -277,14 +292,14 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
       // It would take capacity the head needs at its reservation: undo. The
       // scheduler is the only writer, so the what-if goes through it too.
       TIDAL_RETURN_IF_ERROR(scheduler_.Release(*e.job));
-      delays_head_[static_cast<size_t>(e.shape_id)] = 1;
+      update(k, [&] { delays_head_[k] = 1; });
       ++it;
       continue;
     }
     MarkStarted(e, now);
     pass.started.push_back(e.job);
     ++pass.backfilled;
-    it = Remove(it);
+    update(k, [&] { it = Remove(it); });
   }
   scanned_below_ = next_seq_;
   return Ok();
@@ -295,7 +310,7 @@ Result<QueuePass> JobQueue::Schedule(int64_t now) {
   // FIFO part: start heads while they fit.
   while (!waiting_.empty()) {
     const Entry& head = waiting_.front();
-    if (unfit_[static_cast<size_t>(head.shape_id)]) break;
+    if (unfit_[static_cast<size_t>(head.shape_id)]) break;  // still does not fit
     auto bound = scheduler_.ScheduleAndBind(*head.job);
     if (bound) {
       MarkStarted(head, now);
@@ -318,7 +333,7 @@ Result<QueuePass> JobQueue::Schedule(int64_t now) {
       Remove(waiting_.begin());
       continue;
     }
-    MarkUnfit(head.shape_id);
+    unfit_[static_cast<size_t>(head.shape_id)] = 1;
     break;
   }
   if (policy_ == QueuePolicy::kFifoBackfill && waiting_.size() > 1) {

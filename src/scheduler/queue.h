@@ -184,16 +184,16 @@ class JobQueue {
   std::set<std::pair<int64_t, JobId>> running_;  // (end time, job id)
   std::unordered_map<JobId, std::pair<int64_t, const Job*>> running_jobs_;
 
-  void MarkUnfit(int32_t shape_id);
-  void ClearUnfit();
 
   std::map<JobShape, int32_t> shape_ids_;
   std::vector<int64_t> waiting_by_id_;  // waiting jobs per interned shape
-  // Shapes that failed to fit since the last release (capacity only shrank),
-  // and how many of the waiting shapes are among them: when all are, no
-  // waiting job can start and a pass stops scanning.
+  // Run times of the waiting jobs per interned shape: a shape that would
+  // delay the head can still start its jobs that end by the reservation.
+  std::vector<std::multiset<int64_t>> durations_by_id_;
+  // Shapes that failed to fit since the last release (capacity only shrank).
+  // When every waiting shape is blocked (does not fit, or would delay the
+  // head with all its waiting jobs), a pass stops scanning the queue.
   std::vector<uint8_t> unfit_;
-  size_t unfit_waiting_ = 0;
   // Shapes that would delay the current reservation (long jobs only).
   std::vector<uint8_t> delays_head_;
   // Backfill candidates with seq < scanned_below_ were examined under the
