@@ -268,6 +268,13 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
   s.overlap_grad_reduce = !(Has(notes, "ddp=local") || Has(notes, "ddp=torch") || Has(notes, "no dp grad") ||
                             Has(src, "2104.04473") || Has(src, "gpt-3-example"));
   s.overlap_tp_comm = Has(notes, "tp-comm-overlap");
+  if (m.layers % s.pp != 0) {
+    if (!SplitLayers(m.layers, s.pp, s.first_stage_layers, s.last_stage_layers)) {
+      return fmt::format("pp {} does not divide {} layers and no first/last-stage split fits", s.pp, m.layers);
+    }
+    k.assumptions.push_back(fmt::format("uneven pipeline split: first/last stage {}/{} layers (not stated)",
+                                        s.first_stage_layers, s.last_stage_layers));
+  }
   if (auto v = ValidateStrategy(m, s, k.gpus); !v) return v.error().message;
   k.strategy = s;
 

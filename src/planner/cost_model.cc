@@ -176,6 +176,18 @@ Calibration DefaultCalibration() {
   return c;
 }
 
+bool SplitLayers(int layers, int pp, int& first, int& last) {
+  first = last = 0;
+  if (layers % pp == 0) return true;
+  if (pp < 3) return false;
+  const int base = (layers + pp - 1) / pp;
+  const int rest = layers - (pp - 2) * base;
+  if (rest < 2 || rest > 2 * base) return false;
+  first = rest / 2;
+  last = rest - first;
+  return true;
+}
+
 Status ValidateStrategy(const ModelSpec& m, const Strategy& s, int gpus) {
   auto bad = [&](std::string_view what) {
     return MakeError(ErrorCode::kInvalidArgument, "strategy tp={} pp={} dp={} cp={} ep={}: {}", s.tp, s.pp, s.dp,
@@ -188,15 +200,18 @@ Status ValidateStrategy(const ModelSpec& m, const Strategy& s, int gpus) {
   if (m.heads % s.tp != 0 || m.kv_heads % s.tp != 0) return bad("tp must divide the attention heads and KV heads");
   if (s.pp > m.layers) return bad("more pipeline stages than layers");
   if (s.first_stage_layers > 0 || s.last_stage_layers > 0) {
-    if (s.pp < 3 || s.vpp != 1) return bad("uneven pipeline split needs pp >= 3 and no virtual stages");
+    if (s.pp < 3) return bad("uneven pipeline split needs pp >= 3");
     const int middle = m.layers - s.first_stage_layers - s.last_stage_layers;
     if (middle <= 0 || middle % (s.pp - 2) != 0) return bad("uneven split does not add up to the layer count");
+    // Virtual stages are modelled on the (heaviest) middle stages.
+    if (s.vpp > 1 && (middle / (s.pp - 2)) % s.vpp != 0) return bad("vpp must divide the layers per middle stage");
   } else if (m.layers % s.pp != 0) {
     return bad("pp must divide the layer count (or give an uneven first/last stage split)");
   }
   if (s.vpp > 1) {
     if (s.pp < 2) return bad("virtual pipeline stages need pp > 1");
-    if ((m.layers / s.pp) % s.vpp != 0) return bad("vpp must divide the layers per pipeline stage");
+    if (s.first_stage_layers == 0 && (m.layers / s.pp) % s.vpp != 0)
+      return bad("vpp must divide the layers per pipeline stage");
     if (s.grad_accum % s.pp != 0) return bad("the interleaved schedule needs micro-batches divisible by pp");
   }
   if (s.cp > 1 && m.seq_len % (2 * s.cp) != 0) return bad("sequence length must be divisible by 2*cp");
@@ -220,8 +235,8 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
   const double hbm = gpu.hbm_tbps * 1e12 * kHbmEfficiency;
 
   const double h = m.hidden;
-  const double q = static_cast<double>(m.heads) * m.HeadDim();
-  const double kv = static_cast<double>(m.kv_heads) * m.HeadDim();
+  const double q = m.QDim();
+  const double kv = m.KvDim();
   const int tp = s.tp;
   const bool sp = s.sequence_parallel && tp > 1;
   const double tokens = static_cast<double>(s.micro_batch) * m.seq_len / s.cp;  // per CP rank

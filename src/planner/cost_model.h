@@ -138,6 +138,11 @@ struct Prediction {
   MemoryBreakdown memory;
 };
 
+// Layers per stage for pp stages: even, or first and last stage lighter (as
+// Llama 3 405B on pp 16: 7 + 14 x 8 + 7). first = last = 0 when even; false
+// when neither works.
+bool SplitLayers(int layers, int pp, int& first, int& last);
+
 // Checks divisibility and feasibility of a strategy for a model and GPU count.
 Status ValidateStrategy(const ModelSpec& m, const Strategy& s, int gpus);
 

@@ -28,7 +28,16 @@ std::vector<std::string> MegatronArgs(const ModelSpec& m, const Strategy& s) {
     a.push_back("--group-query-attention");
     kv("--num-query-groups", m.kv_heads);
   }
-  if (m.head_dim > 0) kv("--kv-channels", m.head_dim);
+  if (m.IsMla()) {
+    a.push_back("--multi-latent-attention");
+    if (m.q_lora_rank > 0) kv("--q-lora-rank", m.q_lora_rank);
+    kv("--kv-lora-rank", m.kv_lora_rank);
+    kv("--qk-head-dim", m.head_dim);
+    kv("--qk-pos-emb-head-dim", m.rope_head_dim);
+    kv("--v-head-dim", m.v_head_dim);
+  } else if (m.head_dim > 0) {
+    kv("--kv-channels", m.head_dim);
+  }
   if (m.ffn > 0) kv("--ffn-hidden-size", m.ffn);
   if (m.gated_mlp) a.push_back("--swiglu");
   kv("--seq-length", m.seq_len);
@@ -39,6 +48,10 @@ std::vector<std::string> MegatronArgs(const ModelSpec& m, const Strategy& s) {
     kv("--moe-router-topk", m.top_k);
     kv("--moe-ffn-hidden-size", m.expert_ffn);
     if (m.shared_experts > 0) kv("--moe-shared-expert-intermediate-size", m.shared_experts * m.expert_ffn);
+    if (m.first_dense_layers > 0) {
+      // Megatron's pattern syntax: 0 = dense layer, 1 = MoE layer.
+      kv("--moe-layer-freq", fmt::format("([0]*{}+[1]*{})", m.first_dense_layers, m.MoeLayers()));
+    }
   }
   if (s.recompute == Recompute::kSelective) {
     kv("--recompute-granularity", "selective");
@@ -73,7 +86,8 @@ std::string MegatronArgsLine(const ModelSpec& m, const Strategy& s) {
   std::string out;
   for (const auto& t : MegatronArgs(m, s)) {
     if (!out.empty()) out += t.starts_with("--") ? " \\\n  " : " ";
-    out += t;
+    const bool quote = t.find_first_of("()*[]+ ") != std::string::npos;
+    out += quote ? "'" + t + "'" : t;
   }
   return out;
 }

@@ -49,6 +49,15 @@ ModelSpec Moe(ModelSpec m, int experts, int top_k, int expert_ffn, int shared, i
   return m;
 }
 
+ModelSpec Mla(ModelSpec m, int q_lora, int kv_lora, int nope_dim, int rope_dim, int v_dim) {
+  m.q_lora_rank = q_lora;
+  m.kv_lora_rank = kv_lora;
+  m.head_dim = nope_dim;
+  m.rope_head_dim = rope_dim;
+  m.v_head_dim = v_dim;
+  return m;
+}
+
 ModelSpec WithHeadDim(ModelSpec m, int head_dim) {
   m.head_dim = head_dim;
   return m;
@@ -57,7 +66,7 @@ ModelSpec WithHeadDim(ModelSpec m, int head_dim) {
 // Sources: GPT-3 (Brown et al. 2020, Tab 2.1; vocab padded to 51200 as in
 // Megatron); Llama 2 (Touvron et al. 2023) and Llama 3 (Llama Team 2024, Tab
 // 3) model cards; Mixtral (Jiang et al. 2024) and the Mixtral 8x22B card;
-// DeepSeek-V3 report sec. 4.2 (MLA approximated by 128 heads x 128 dims);
+// DeepSeek-V3 report sec. 4.2 (MLA with q/kv LoRA ranks 1536/512);
 // Qwen3 technical report Tab 2; gpt-oss model card; Nemotron-4 15B / 340B
 // reports; NeMo launcher configs for GPT3-5B/20B and Nemotron-8B/22B.
 const std::vector<Preset>& Presets() {
@@ -86,7 +95,8 @@ const std::vector<Preset>& Presets() {
                  {"mixtral-8x7b", "mixtral 8x7b"}});
     p.push_back({Moe(Dense("mixtral-8x22b", 56, 6144, 48, 8, 16384, true, 32768, 4096, 1024), 8, 2, 16384, 0, 0),
                  {"mixtral-8x22b", "mixtral 8x22b"}});
-    p.push_back({Moe(WithHeadDim(Dense("deepseek-v3", 61, 7168, 128, 128, 18432, true, 129280, 4096, 15360), 128),
+    p.push_back({Moe(Mla(Dense("deepseek-v3", 61, 7168, 128, 128, 18432, true, 129280, 4096, 15360), 1536, 512, 128,
+                         64, 128),
                      256, 8, 2048, 1, 3),
                  {"deepseek-v3", "deepseek v3", "deepseek v3 671b", "deepseek-v3 671b"}});
     p.push_back({Moe(WithHeadDim(Dense("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, true, 151936, 4096, 1024), 128),
@@ -114,10 +124,31 @@ const std::vector<Preset>& Presets() {
 
 }  // namespace
 
-double ModelSpec::AttentionParamsPerLayer() const {
+double ModelSpec::QDim() const {
+  return static_cast<double>(heads) * (HeadDim() + (IsMla() ? rope_head_dim : 0));
+}
+
+double ModelSpec::KvDim() const {
+  if (IsMla()) return static_cast<double>(heads) * (HeadDim() + rope_head_dim + v_head_dim) / 2.0;
+  return static_cast<double>(kv_heads) * HeadDim();
+}
+
+double ModelSpec::AttentionMatrixParams() const {
+  const double h = hidden;
+  if (IsMla()) {
+    const double qk = HeadDim() + rope_head_dim;
+    const double q = q_lora_rank > 0 ? h * q_lora_rank + static_cast<double>(q_lora_rank) * heads * qk : h * heads * qk;
+    const double kv = h * (kv_lora_rank + rope_head_dim) + static_cast<double>(kv_lora_rank) * heads * (HeadDim() + v_head_dim);
+    return q + kv + static_cast<double>(heads) * v_head_dim * h;
+  }
   const double q = static_cast<double>(heads) * HeadDim();
   const double kv = static_cast<double>(kv_heads) * HeadDim();
-  return hidden * q + 2.0 * hidden * kv + q * hidden + 2.0 * hidden;  // + two norms
+  return h * q + 2.0 * h * kv + q * h;
+}
+
+double ModelSpec::AttentionParamsPerLayer() const {
+  // + the two layer norms (and MLA's latent norms)
+  return AttentionMatrixParams() + 2.0 * hidden + (IsMla() ? q_lora_rank + kv_lora_rank : 0);
 }
 
 double ModelSpec::DenseMlpParams() const { return static_cast<double>(hidden) * ffn * (gated_mlp ? 3 : 2); }
@@ -168,6 +199,8 @@ Status ValidateModel(const ModelSpec& m) {
     if (m.first_dense_layers < 0 || m.first_dense_layers >= m.layers)
       return bad("first_dense_layers", "must be in 0..layers-1");
   }
+  if (m.IsMla() && (m.head_dim <= 0 || m.v_head_dim <= 0 || m.rope_head_dim < 0 || m.q_lora_rank < 0))
+    return bad("kv_lora_rank", "multi-latent attention needs head_dim, v_head_dim and rope_head_dim");
   return Ok();
 }
 
@@ -216,6 +249,8 @@ Result<ModelSpec> LoadModelFile(const std::string& path) {
       {"global_batch", &m.global_batch}, {"experts", &m.experts},
       {"top_k", &m.top_k},           {"expert_ffn", &m.expert_ffn},
       {"shared_experts", &m.shared_experts}, {"first_dense_layers", &m.first_dense_layers},
+      {"q_lora_rank", &m.q_lora_rank}, {"kv_lora_rank", &m.kv_lora_rank},
+      {"rope_head_dim", &m.rope_head_dim}, {"v_head_dim", &m.v_head_dim},
   };
   std::map<std::string, bool*> bools = {{"gated_mlp", &m.gated_mlp}, {"tied_embeddings", &m.tied_embeddings}};
   for (const auto& kv : root) {
@@ -260,16 +295,17 @@ std::string_view FlopsConventionName(FlopsConvention c) {
 ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int seq_len) {
   ForwardFlops f;
   const double h = m.hidden;
-  const double q = static_cast<double>(m.heads) * m.HeadDim();
-  const double kv = static_cast<double>(m.kv_heads) * m.HeadDim();
   const double glu = m.gated_mlp ? 3 : 2;
   const int dense_layers = m.layers - m.MoeLayers();
-  const double attn_linear = 2 * (h * q + 2 * h * kv + q * h);
+  const double attn_linear = 2 * m.AttentionMatrixParams();
   f.linear = m.layers * attn_linear + dense_layers * 2 * h * m.ffn * glu;
   if (m.IsMoe()) f.expert = m.MoeLayers() * (m.top_k + m.shared_experts) * 2 * h * m.expert_ffn * glu;
   // QK^T and PV: 2 * 2 * s * q per token over the full matrix, halved by the
   // causal mask (flash attention skips the masked blocks).
-  f.attention = m.layers * 2.0 * seq_len * q;
+  // MLA: QK^T over qk = nope + rope dims, PV over v dims.
+  const double score_dim = m.IsMla() ? m.heads * (m.HeadDim() + m.rope_head_dim + m.v_head_dim) / 2.0
+                                     : static_cast<double>(m.heads) * m.HeadDim();
+  f.attention = m.layers * 2.0 * seq_len * score_dim;
   f.logits = 2 * h * m.vocab;
   return f;
 }

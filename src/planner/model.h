@@ -39,9 +39,21 @@ struct ModelSpec {
   int shared_experts = 0;     // each as wide as expert_ffn
   int first_dense_layers = 0;  // leading layers with a dense MLP (DeepSeek-V3: 3)
   bool tied_embeddings = false;
+  // Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank == 0: off.
+  // head_dim is then the no-position part of the query/key head.
+  int q_lora_rank = 0;  // 0: queries projected directly from hidden
+  int kv_lora_rank = 0;
+  int rope_head_dim = 0;
+  int v_head_dim = 0;
 
   bool IsMoe() const { return experts > 0; }
+  bool IsMla() const { return kv_lora_rank > 0; }
   int HeadDim() const { return head_dim > 0 ? head_dim : hidden / heads; }
+  // Per-token widths of the query and of one of key/value, as the
+  // activation and context-parallel terms see them.
+  double QDim() const;
+  double KvDim() const;
+  double AttentionMatrixParams() const;  // projection weights of one layer
   int MoeLayers() const { return IsMoe() ? layers - first_dense_layers : 0; }
 
   // Parameter counts (weights, not bytes).

@@ -56,7 +56,8 @@ TEST(ModelPresetTest, ParameterCountsMatchPublishedSizes) {
                         Want{"mixtral-8x7b", 46.7, 12.9}, Want{"mixtral-8x22b", 141, 39},
                         Want{"qwen3-30b-a3b", 30.5, 3.3}, Want{"qwen3-235b-a22b", 235, 22},
                         Want{"gpt-oss-120b", 117, 5.1}, Want{"gpt-oss-20b", 21, 3.6},
-                        Want{"nemotron-4-340b", 341, 341}, Want{"nemotron-4-15b", 15.7, 15.7}}) {
+                        Want{"nemotron-4-340b", 341, 341}, Want{"nemotron-4-15b", 15.7, 15.7},
+                        Want{"deepseek-v3", 671, 37}}) {
     auto m = FindModelPreset(w.name);
     ASSERT_TRUE(m);
     EXPECT_NEAR(m->TotalParams() / 1e9, w.total_b, 0.06 * w.total_b) << w.name;
@@ -80,6 +81,9 @@ TEST(FlopsTest, MegatronFormulaReproducesNemoTokensPerSecond) {
   // NeMo AutoModel counts causal attention: Llama3 70B, 389 TFLOP/s at 866.77 tokens/s.
   auto l70 = FindModelPreset("llama3-70b");
   EXPECT_NEAR(FlopsPerToken(*l70, 8192, FlopsConvention::kMegatronCausal) / (389e12 / 866.77), 1.0, 0.01);
+  // ... and DeepSeek-V3 with multi-latent attention: 216 TFLOP/s at 865 tokens/s.
+  auto ds = FindModelPreset("deepseek-v3");
+  EXPECT_NEAR(FlopsPerToken(*ds, 4096, FlopsConvention::kMegatronCausal) / (216e12 / 865), 1.0, 0.02);
 }
 
 TEST(FlopsTest, NarayananEq3ForGpt) {

@@ -12,20 +12,6 @@ auto Key(const Plan& p) {
                          s.micro_batch, s.zero_stage, static_cast<int>(s.recompute));
 }
 
-// Layers per stage for pp stages: even, or first/last stage lighter (as in
-// Llama 3 405B on pp 16: 7 + 14 x 8 + 7). Returns false if neither works.
-bool SplitLayers(int layers, int pp, int& first, int& last) {
-  first = last = 0;
-  if (layers % pp == 0) return true;
-  if (pp < 3) return false;
-  const int base = (layers + pp - 1) / pp;
-  const int rest = layers - (pp - 2) * base;
-  if (rest < 2 || rest > 2 * base) return false;
-  first = rest / 2;
-  last = rest - first;
-  return true;
-}
-
 }  // namespace
 
 Result<SearchResult> SearchPlans(const ModelSpec& m0, const GpuSpec& gpu, const Placement& pl,
