@@ -137,8 +137,15 @@ class JobQueue {
   const std::map<JobShape, WaitingShape>& waiting_shapes() const { return shapes_; }
   // Increases whenever the set of distinct waiting shapes changes.
   uint64_t shapes_version() const { return shapes_version_; }
-  // The head's reservation as last computed (kNoReservation if none).
-  int64_t reservation_s() const { return reservation_.valid ? reservation_.time_s : kNoReservation; }
+  // The job at the head of the queue, nullptr if none waits.
+  const Job* head() const { return waiting_.empty() ? nullptr : waiting_.front().job; }
+  // The current head's reservation (backfill only; computed when a pass has
+  // later jobs to consider), kNoReservation if there is none.
+  int64_t reservation_s() const {
+    return reservation_.valid && !waiting_.empty() && reservation_.head_seq == waiting_.front().seq
+               ? reservation_.time_s
+               : kNoReservation;
+  }
 
  private:
   struct Entry {

@@ -158,6 +158,11 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     for (const UnresolvableJob& u : pass.unresolvable) unresolvable(u);
     r.backfilled += pass.backfilled;
 
+    if (const Job* head = queue.head(); head != nullptr && queue.reservation_s() != kNoReservation) {
+      QueueJobRecord& rec = r.jobs[index.at(head->id)];
+      if (rec.reserved_s < 0) rec.reserved_s = queue.reservation_s();
+    }
+
     alloc_now = c.total_gpu_milli_allocated();
     waiting_now = queue.waiting() > 0;
     stranded_now = waiting_now ? stranded.Compute(c, queue.waiting_shapes(), queue.shapes_version()) : 0;
@@ -239,15 +244,19 @@ Status WriteQueueSimOutputs(const QueueSimResult& r, const std::string& dir) {
   const std::string path = dir + "/jobs.csv";
   std::ofstream out(path);
   if (!out) return MakeError(ErrorCode::kIo, "cannot write '{}'", path);
-  out << "id,name,num_gpu,gpu_milli,submit_s,start_s,finish_s,queue_delay_s,jct_s,outcome,reason\n";
+  // reserved_s: the first backfill reservation the job got as the blocked
+  // head; empty if it never had one.
+  out << "id,name,num_gpu,gpu_milli,submit_s,start_s,finish_s,queue_delay_s,jct_s,reserved_s,outcome,reason\n";
   for (const QueueJobRecord& j : r.jobs) {
     std::string reason = j.reason;
     std::replace(reason.begin(), reason.end(), '"', '\'');
     if (j.outcome == JobOutcome::kFinished) {
-      out << fmt::format("{},{},{},{},{},{},{},{},{},finished,\n", j.id, j.name, j.num_gpu, j.gpu_milli, j.submit_s,
-                         j.start_s, j.finish_s, j.start_s - j.submit_s, j.finish_s - j.submit_s);
+      const std::string reserved = j.reserved_s >= 0 ? std::to_string(j.reserved_s) : std::string();
+      out << fmt::format("{},{},{},{},{},{},{},{},{},{},finished,\n", j.id, j.name, j.num_gpu, j.gpu_milli,
+                         j.submit_s, j.start_s, j.finish_s, j.start_s - j.submit_s, j.finish_s - j.submit_s,
+                         reserved);
     } else {
-      out << fmt::format("{},{},{},{},{},,,,,unresolvable,\"{}\"\n", j.id, j.name, j.num_gpu, j.gpu_milli,
+      out << fmt::format("{},{},{},{},{},,,,,,unresolvable,\"{}\"\n", j.id, j.name, j.num_gpu, j.gpu_milli,
                          j.submit_s, reason);
     }
   }

@@ -59,6 +59,9 @@ struct QueueJobRecord {
   int64_t submit_s = 0;
   int64_t start_s = -1;
   int64_t finish_s = -1;
+  // The first backfill reservation the job got as the blocked head (-1 if
+  // none). With exact run times EASY guarantees start_s <= reserved_s.
+  int64_t reserved_s = -1;
   JobOutcome outcome = JobOutcome::kFinished;
   std::string reason;  // why unresolvable
 };

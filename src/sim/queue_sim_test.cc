@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
 #include "sim/metrics.h"
 #include "workload/traces/philly.h"
@@ -179,6 +180,89 @@ TEST(QueueSim, JsonHasTheDesignKeys) {
   for (const char* k : {"queue_delay_s", "jct_s"})
     for (const char* q : {"mean", "p50", "p95", "p99"}) EXPECT_TRUE(j[k].contains(q)) << k << "." << q;
   for (const char* k : {"allocation_rate", "stranded_gpu_share", "jobs_finished"}) EXPECT_TRUE(j.contains(k)) << k;
+}
+
+// --- properties on random workloads ---------------------------------------
+
+// Small clusters and workloads mixing gangs (whole GPUs, may span nodes),
+// single-node whole-GPU jobs and GPU-sharing jobs; some can never fit.
+struct RandomCase {
+  std::vector<NodeSpec> nodes;
+  std::vector<Job> jobs;
+};
+
+RandomCase GenCase() {
+  RandomCase c;
+  const int nodes = *rc::gen::inRange(1, 4);
+  for (int i = 0; i < nodes; ++i) {
+    const int32_t gpus = *rc::gen::element(1, 2, 4, 8);
+    c.nodes.push_back({fmt::format("n{}", i), 8000, 65536, gpus, i % 2 ? "B" : "A"});
+  }
+  const int jobs = *rc::gen::inRange(1, 40);
+  for (int i = 0; i < jobs; ++i) {
+    const int64_t submit = *rc::gen::inRange(0, 60);
+    const int64_t duration = *rc::gen::inRange(0, 50);
+    Job j;
+    switch (*rc::gen::inRange(0, 3)) {
+      case 0:  // gang
+        j = MakeJob(i, submit, *rc::gen::inRange(1, 12), duration, kMilliPerGpu, false);
+        j.cpu_milli = 0;  // GangPack splits CPU by GPUs; keep gangs GPU-only
+        j.memory_mib = 0;
+        break;
+      case 1:  // single node, whole GPUs
+        j = MakeJob(i, submit, *rc::gen::inRange(1, 5), duration);
+        j.cpu_milli = *rc::gen::inRange(0, 4001);
+        break;
+      default:  // shares one GPU
+        j = MakeJob(i, submit, 1, duration, *rc::gen::inRange(50, 1000));
+        if (*rc::gen::arbitrary<bool>()) j.gpu_spec = {"A"};
+        break;
+    }
+    c.jobs.push_back(std::move(j));
+  }
+  return c;
+}
+
+RC_GTEST_PROP(QueueSimProperty, EveryJobFinishesOrIsReportedAndFifoKeepsOrder, ()) {
+  const RandomCase c = GenCase();
+  QueueSimOptions o;
+  o.queue = QueuePolicy::kFifo;
+  auto r = RunQueueSim(c.nodes, c.jobs, o);
+  RC_ASSERT(r.has_value());
+  RC_ASSERT(r->jobs_finished + r->jobs_unresolvable == static_cast<int64_t>(c.jobs.size()));
+  int64_t last_start = 0;
+  for (const auto& j : r->jobs) {  // arrival order
+    if (j.outcome != JobOutcome::kFinished) continue;
+    RC_ASSERT(j.start_s >= j.submit_s);
+    RC_ASSERT(j.start_s >= last_start);  // nobody overtakes under FIFO
+    last_start = j.start_s;
+  }
+}
+
+RC_GTEST_PROP(QueueSimProperty, BackfillNeverDelaysTheHeadPastItsReservation, ()) {
+  const RandomCase c = GenCase();
+  const std::string policy = *rc::gen::element<std::string>("random", "bestfit", "gpupacking", "fgd");
+  QueueSimOptions o;
+  o.queue = QueuePolicy::kFifoBackfill;
+  o.policy = policy;
+  o.seed = *rc::gen::inRange<uint64_t>(0, 1000);
+  auto r = RunQueueSim(c.nodes, c.jobs, o);
+  RC_ASSERT(r.has_value());
+  RC_ASSERT(r->jobs_finished + r->jobs_unresolvable == static_cast<int64_t>(c.jobs.size()));
+  bool reserved = false, backfilled = r->backfilled > 0;
+  for (const auto& j : r->jobs) reserved |= j.reserved_s >= 0;
+  RC_CLASSIFY(reserved, "a head got a reservation");
+  RC_CLASSIFY(backfilled, "some job was backfilled");
+  for (const auto& j : r->jobs) {
+    if (j.outcome != JobOutcome::kFinished) continue;
+    RC_ASSERT(j.start_s >= j.submit_s);
+    RC_ASSERT(j.finish_s == j.start_s + *c.jobs[static_cast<size_t>(j.id)].duration_s);
+    if (j.reserved_s >= 0) RC_ASSERT(j.start_s <= j.reserved_s);
+  }
+  // Same seed, same result.
+  auto again = RunQueueSim(c.nodes, c.jobs, o);
+  RC_ASSERT(again.has_value());
+  RC_ASSERT(QueueSimJson(*r).dump() == QueueSimJson(*again).dump());
 }
 
 // --- stranded capacity -------------------------------------------------
