@@ -208,9 +208,11 @@ Result<MfuReport> EstimateMfu(const MfuInputs& in) {
     }
   }
   if (r.tflops_per_gpu && peak) {
+    const bool from_dcgm = r.tflops_per_gpu->method.starts_with("DCGM");
     r.mfu = Figure{r.tflops_per_gpu->value * 1e12 / *peak,
-                   fmt::format("TFLOP/s per GPU / {} dense {} peak {:.0f} TFLOP/s", gpu->name,
-                               planner::PrecisionName(precision), *peak / 1e12)};
+                   fmt::format("TFLOP/s per GPU / {} dense {} peak {:.0f} TFLOP/s{}", gpu->name,
+                               planner::PrecisionName(precision), *peak / 1e12,
+                               from_dcgm ? " (TFLOP/s from DCGM tensor activity: an upper bound, closer to HFU)" : "")};
   }
 
   // Communication share: measured timers, then the fallback chain.
