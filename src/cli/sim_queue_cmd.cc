@@ -9,11 +9,13 @@
 // list (all nodes, CPU-only ones included: CPU-only pods need them).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <memory>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "plugins/registry.h"
@@ -66,6 +68,9 @@ Result<Workload> Load(const QueueArgs& a) {
     TIDAL_ASSIGN_OR_RETURN(format, DetectFormat(a.jobs));
   }
   Workload w;
+  if (a.limit < 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "--limit {} is negative; use 0 for all jobs or N > 0", a.limit);
+  }
   if (format == "philly") {
     TIDAL_ASSIGN_OR_RETURN(w.nodes, traces::ReadPhillyMachines(a.nodes));
     TIDAL_ASSIGN_OR_RETURN(auto p, traces::ReadPhillyJobs(a.jobs));
@@ -100,7 +105,11 @@ int RunQueueCommand(const QueueArgs& a) {
     fmt::print(stderr, "tidal sim queue: {}\n", e.ToString());
     return 1;
   };
-  if (auto p = plugins::PolicyLabel(a.policy); !p) return fail(p.error());
+  const auto& names = plugins::PolicyNames();
+  if (std::find(names.begin(), names.end(), a.policy) == names.end()) {
+    return fail(Error{ErrorCode::kInvalidArgument,
+                      fmt::format("unknown --policy '{}'; choose one of {}", a.policy, fmt::join(names, ", "))});
+  }
   auto queue = ParseQueuePolicy(a.queue);
   if (!queue) return fail(queue.error());
   auto w = Load(a);
