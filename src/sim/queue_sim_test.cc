@@ -387,6 +387,23 @@ TEST(QueueSimPhilly, First3000JobsOnASmallerCluster) {
   EXPECT_LT(bf->queue_delay_s.mean, fifo->queue_delay_s.mean);
 }
 
+TEST(QueueSimPhilly, First3000JobsNeverQueueOnTheFullMachineList) {
+  auto philly = LoadPhilly();
+  if (!philly) GTEST_SKIP() << "shared Philly trace not present";
+  QueueSimOptions o;
+  o.limit = 3000;
+  auto r = RunQueueSim(philly->nodes, philly->jobs, o);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->total_gpus, 2490);
+  EXPECT_EQ(r->jobs_finished, 3000);
+  EXPECT_EQ(r->jobs_unresolvable, 0);
+  // 2,490 GPUs are far more than this job list keeps busy (docs/queue.md).
+  EXPECT_EQ(r->queue_delay_s.p99, 0);
+  EXPECT_EQ(r->max_waiting, 0);
+  EXPECT_EQ(r->stranded_gpu_share, 0);
+  EXPECT_GT(r->allocation_rate, 0);
+}
+
 TEST(QueueSimPhilly, SameSeedSameJson) {
   auto philly = LoadPhilly();
   if (!philly) GTEST_SKIP() << "shared Philly trace not present";
