@@ -112,7 +112,7 @@ JobQueue::EntryList::iterator JobQueue::Remove(EntryList::iterator it) {
   return next;
 }
 
-Result<void> JobQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolvable) {
+Status JobQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolvable) {
   if (!job.duration_s) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "job '{}' ({}) has no duration; a queue needs each job's run time to know when it ends",
@@ -121,7 +121,7 @@ Result<void> JobQueue::Push(const Job& job, std::vector<UnresolvableJob>& unreso
   auto request = ResolveRequest(job, scheduler_.cluster().models());
   if (!request) {
     unresolvable.push_back({&job, request.error().message});
-    return {};
+    return Ok();
   }
   Entry e{.job = &job, .request = std::move(*request), .seq = next_seq_++};
   e.shape = JobShape::Of(e.request);
@@ -136,7 +136,7 @@ Result<void> JobQueue::Push(const Job& job, std::vector<UnresolvableJob>& unreso
   waiting_.push_back(std::move(e));
   // The PodRequest points at the job, which the caller keeps alive.
   AddShape(waiting_.back());
-  return {};
+  return Ok();
 }
 
 Status JobQueue::Finish(const Job& job) {

@@ -24,12 +24,18 @@
 //
 // Invariants and exactness arguments the implementation relies on:
 //  * Between two releases capacity only shrinks, so a request shape that did
-//    not fit once does not fit until the next release (kept in a set, cleared
-//    on release). Shapes are compared on everything the filters read.
+//    not fit once does not fit until the next release (a flag per interned
+//    shape, cleared on release). Shapes are compared on everything the
+//    filters read.
 //  * A shape rejected because it would delay the reservation is not retried
 //    until the reservation changes (head change or release). This is a policy
 //    rule, not an approximation of one: it is conservative (the head is never
-//    delayed) and keeps a pass at O(distinct shapes) scheduling cycles.
+//    delayed) and keeps a pass at O(distinct shapes) scheduling cycles. A
+//    pass stops as soon as no waiting shape can start, and a pass with no
+//    release since the last one only looks at the jobs that arrived since.
+//  * With exact run times and the filters' view matching the placer's (true
+//    for the framework's filters and GangPack), a head starts no later than
+//    the first reservation it got (checked by a property test).
 //  * A job that does not fit while nothing runs can never fit (the cluster is
 //    empty): it is reported as unresolvable and removed, so no queue blocks
 //    forever.
@@ -123,7 +129,7 @@ class JobQueue {
   // Enqueues a job that arrived; it waits behind every earlier Push. The job
   // must outlive its time in the queue and its run. A job whose GPU models do
   // not exist in this cluster is not queued: it is returned as unresolvable.
-  Result<void> Push(const Job& job, std::vector<UnresolvableJob>& unresolvable);
+  Status Push(const Job& job, std::vector<UnresolvableJob>& unresolvable);
 
   // The running job ended: frees its capacity.
   Status Finish(const Job& job);
@@ -190,7 +196,6 @@ class JobQueue {
 
   std::set<std::pair<int64_t, JobId>> running_;  // (end time, job id)
   std::unordered_map<JobId, std::pair<int64_t, const Job*>> running_jobs_;
-
 
   std::map<JobShape, int32_t> shape_ids_;
   std::vector<int64_t> waiting_by_id_;  // waiting jobs per interned shape
