@@ -106,10 +106,8 @@ void JobQueue::RemoveShape(const Entry& e) {
 }
 
 JobQueue::EntryList::iterator JobQueue::Remove(EntryList::iterator it) {
-  const Entry e = *it;
-  auto next = waiting_.erase(it);
-  RemoveShape(e);
-  return next;
+  RemoveShape(*it);  // skips *it when it looks for a new representative
+  return waiting_.erase(it);
 }
 
 Status JobQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolvable) {
