@@ -95,8 +95,8 @@ void PrintSummary(const sim::QueueSimResult& r) {
              r.jobs_finished, r.jobs_unresolvable, r.backfilled, r.makespan_s, r.max_waiting);
   row("queue delay (s)", r.queue_delay_s);
   row("JCT (s)", r.jct_s);
-  fmt::print("  GPU allocation rate {:.4f}   stranded GPU share {:.4f} (while jobs wait: {:.1f}% of the run)\n",
-             r.allocation_rate, r.stranded_gpu_share, 100.0 * r.waiting_time_share);
+  fmt::print("  GPU allocation rate {:.4f}   stranded GPU share {:.4f}, idle {:.4f} (while jobs wait: {:.1f}% of the run)\n",
+             r.allocation_rate, r.stranded_gpu_share, r.idle_gpu_share_while_waiting, 100.0 * r.waiting_time_share);
   fmt::print("  replay took {:.2f} s\n", r.seconds);
 }
 

@@ -112,7 +112,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   // Piecewise-constant integrals between event times, in milli-GPU-seconds.
   // Exact integers: bounded by total milli-GPU x makespan (6.2e6 x 1.3e7 for
   // openb, 2.5e6 x 9.4e6 for Philly), far below 2^63.
-  int64_t alloc_integral = 0, stranded_integral = 0;
+  int64_t alloc_integral = 0, stranded_integral = 0, idle_waiting_integral = 0;
   int64_t waiting_time = 0;
   int64_t alloc_now = 0, stranded_now = 0;
   bool waiting_now = false;
@@ -132,6 +132,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     alloc_integral += alloc_now * dt;
     if (waiting_now) {
       stranded_integral += stranded_now * dt;
+      idle_waiting_integral += (total_milli - alloc_now) * dt;
       waiting_time += dt;
     }
     prev = now;
@@ -191,6 +192,8 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   if (waiting_time > 0) {
     r.stranded_gpu_share = static_cast<double>(stranded_integral) /
                            (static_cast<double>(total_milli) * static_cast<double>(waiting_time));
+    r.idle_gpu_share_while_waiting = static_cast<double>(idle_waiting_integral) /
+                                     (static_cast<double>(total_milli) * static_cast<double>(waiting_time));
   }
   std::vector<int64_t> delays, jcts;
   delays.reserve(jobs.size());
@@ -225,6 +228,7 @@ nlohmann::json QueueSimJson(const QueueSimResult& r) {
   j["allocation_rate"] = r.allocation_rate;
   j["stranded_gpu_share"] = r.stranded_gpu_share;
   j["waiting_time_share"] = r.waiting_time_share;
+  j["idle_gpu_share_while_waiting"] = r.idle_gpu_share_while_waiting;
   j["makespan_s"] = r.makespan_s;
   j["max_waiting"] = r.max_waiting;
   return j;

@@ -80,6 +80,10 @@ struct QueueSimResult {
   double allocation_rate = 0;     // fraction in [0, 1]
   double stranded_gpu_share = 0;  // fraction in [0, 1]
   double waiting_time_share = 0;  // share of the run with at least one job waiting
+  // Idle GPU share averaged over the same moments as the stranded share: the
+  // gap between the two is idle capacity some waiting job could use but the
+  // queue policy holds back (head-of-line blocking, backfill reservations).
+  double idle_gpu_share_while_waiting = 0;
   int64_t start_s = 0;            // first submit
   int64_t end_s = 0;              // last finish
   int64_t makespan_s = 0;

@@ -94,6 +94,8 @@ TEST(QueueSim, BackfillStartsShortJobWithoutDelayingTheHead) {
   // Someone waits during [1,15). Stranded: [1,2) 2 GPUs idle that only the
   // 4-GPU head wants; [2,3) 1 GPU; from t=3 the idle GPU fits waiting j3.
   EXPECT_DOUBLE_EQ(r.stranded_gpu_share, 3.0 / (4.0 * 14.0));
+  // Idle while someone waits: [1,2) 2, [2,3) 1, [3,7) 1, [7,10) 2, [10,15) 0.
+  EXPECT_DOUBLE_EQ(r.idle_gpu_share_while_waiting, 13.0 / (4.0 * 14.0));
   EXPECT_DOUBLE_EQ(r.waiting_time_share, 14.0 / 35.0);
 }
 
