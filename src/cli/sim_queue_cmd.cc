@@ -2,7 +2,7 @@
 //
 //   tidal sim queue --nodes FILE --jobs FILE [--format philly|openb]
 //                   [--policy NAME] [--queue fifo|fifo-backfill] [--seed N]
-//                   [--limit N] [--json] [--out DIR]
+//                   [--limit N] [--single-node-if-fits] [--json] [--out DIR]
 //
 // Philly: --jobs is the Pollux job list, --nodes the Philly machine list.
 // openb: --jobs is a pod list with creation/deletion times, --nodes the node
@@ -32,6 +32,7 @@ struct QueueArgs {
   uint64_t seed = 42;
   int64_t limit = 0;
   bool json = false;
+  bool single_node_if_fits = false;
 };
 
 // Picks the reader from the job file's header line.
@@ -120,6 +121,7 @@ int RunQueueCommand(const QueueArgs& a) {
   options.queue = *queue;
   options.seed = a.seed;
   options.limit = a.limit;
+  options.single_node_if_fits = a.single_node_if_fits;
   const bool tty = isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
   if (tty) {
@@ -180,6 +182,8 @@ void RegisterSimQueueCommand(CLI::App& sim) {
   q->add_option("--seed", args->seed, "seed for the placer's random choices")->capture_default_str();
   q->add_option("--limit", args->limit, "replay only the first N jobs by submit time (0 = all)")
       ->capture_default_str();
+  q->add_flag("--single-node-if-fits", args->single_node_if_fits,
+              "a gang that fits on one node must run on one node (Philly's locality rule); larger gangs span");
   q->add_flag("--json", args->json, "print the metrics as JSON");
   q->add_option("--out", args->out, "also write summary.json and jobs.csv (one row per job) here");
   q->callback([args] { SetExitCode(RunQueueCommand(*args)); });

@@ -62,6 +62,13 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     return MakeError(ErrorCode::kInvalidArgument, "the node list has no GPUs; the queue experiment needs GPU nodes");
   }
 
+  if (options.single_node_if_fits) {
+    int32_t largest = 0;
+    for (NodeId n = 0; n < cluster.num_nodes(); ++n) largest = std::max(largest, cluster.gpu_count(n));
+    for (Job& j : jobs)
+      if (!j.single_node && j.num_gpu <= largest) j.single_node = true;
+  }
+
   // FGD scores against the workload's typical pods; jobs asking for GPU
   // models the cluster lacks are left out here and reported later.
   std::shared_ptr<FragmentationModel> frag;
@@ -79,6 +86,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   r.policy = options.policy;
   r.queue = std::string(QueuePolicyName(options.queue));
   r.seed = options.seed;
+  r.single_node_if_fits = options.single_node_if_fits;
   r.nodes = cluster.num_nodes();
   r.total_gpus = cluster.total_gpus();
   r.jobs_total = static_cast<int64_t>(jobs.size());
@@ -217,6 +225,7 @@ nlohmann::json QueueSimJson(const QueueSimResult& r) {
   j["policy"] = r.policy;
   j["queue"] = r.queue;
   j["seed"] = r.seed;
+  if (r.single_node_if_fits) j["single_node_if_fits"] = true;
   j["nodes"] = r.nodes;
   j["total_gpus"] = r.total_gpus;
   j["jobs_total"] = r.jobs_total;

@@ -45,6 +45,11 @@ struct QueueSimOptions {
   QueuePolicy queue = QueuePolicy::kFifoBackfill;
   uint64_t seed = 42;
   int64_t limit = 0;  // replay only the first N jobs by (submit, id); 0 = all
+  // Locality: a gang that fits on one node of the cluster (num_gpu <= the
+  // largest node's GPU count) must be placed on one node — Philly's rule
+  // before its scheduler relaxed locality for long-waiting jobs. Larger gangs
+  // still span nodes.
+  bool single_node_if_fits = false;
   // Called now and then during the replay (about every 1% of jobs).
   std::function<void(const QueueProgress&)> progress;
 };
@@ -70,6 +75,7 @@ struct QueueSimResult {
   std::string policy;
   std::string queue;
   uint64_t seed = 0;
+  bool single_node_if_fits = false;
   int64_t nodes = 0;
   int64_t total_gpus = 0;
   int64_t jobs_total = 0;

@@ -133,6 +133,26 @@ TEST(QueueSim, GangHeadReservationAcrossNodes) {
   EXPECT_EQ(Rec(f, 4).start_s, 25);
 }
 
+// Two 4-GPU nodes each left with one free GPU: a 2-GPU gang may span them,
+// unless gangs that fit one node must run on one node.
+TEST(QueueSim, SingleNodeIfFitsKeepsSmallGangsOnOneNode) {
+  const std::vector<NodeSpec> nodes = {{"a", 64000, 262144, 4, "A"}, {"b", 64000, 262144, 4, "A"}};
+  const std::vector<Job> jobs = {MakeJob(0, 0, 3, 10, 1000, false), MakeJob(1, 0, 3, 10, 1000, false),
+                                 MakeJob(2, 1, 2, 5, 1000, false), MakeJob(3, 1, 6, 5, 1000, false)};
+  QueueSimOptions o;
+  o.queue = QueuePolicy::kFifo;
+  auto spread = RunQueueSim(nodes, jobs, o);
+  ASSERT_TRUE(spread.has_value());
+  EXPECT_EQ(Rec(*spread, 2).start_s, 1);
+  EXPECT_EQ(Rec(*spread, 3).start_s, 10);
+  o.single_node_if_fits = true;
+  auto local = RunQueueSim(nodes, jobs, o);
+  ASSERT_TRUE(local.has_value());
+  EXPECT_EQ(Rec(*local, 2).start_s, 10);  // waits for a node with 2 free GPUs
+  EXPECT_EQ(Rec(*local, 3).start_s, 10);  // 6 > 4 GPUs: still a gang spanning both nodes
+  EXPECT_EQ(QueueSimJson(*local)["single_node_if_fits"], true);
+}
+
 TEST(QueueSim, EqualTimesFinishBeforeArrivalsAndZeroDurationJobs) {
   // j1 arrives exactly when j0 ends: the finish is processed first, so j1
   // starts at once. j2 runs for 0 s.
