@@ -105,13 +105,13 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
   TIDAL_ASSIGN_OR_RETURN(auto vocab, OptInt(r, c.vocab, 1, 100'000'000));
   TIDAL_ASSIGN_OR_RETURN(auto seq, OptInt(r, c.seq_len, 1, 1'000'000'000));
   TIDAL_ASSIGN_OR_RETURN(auto gbs, OptInt(r, c.global_batch, 1, 1'000'000'000));
-  TIDAL_ASSIGN_OR_RETURN(auto mb, OptInt(r, c.micro_batch, 1, 1'000'000));
-  TIDAL_ASSIGN_OR_RETURN(auto tp, OptInt(r, c.tp, 1, 100000));
-  TIDAL_ASSIGN_OR_RETURN(auto pp, OptInt(r, c.pp, 1, 100000));
+  TIDAL_ASSIGN_OR_RETURN(auto mb, OptInt(r, c.micro_batch, 1, 65536));
+  TIDAL_ASSIGN_OR_RETURN(auto tp, OptInt(r, c.tp, 1, 65536));
+  TIDAL_ASSIGN_OR_RETURN(auto pp, OptInt(r, c.pp, 1, 65536));
   TIDAL_ASSIGN_OR_RETURN(auto dp, OptInt(r, c.dp, 1, 10'000'000));
-  TIDAL_ASSIGN_OR_RETURN(auto cp, OptInt(r, c.cp, 1, 100000));
-  TIDAL_ASSIGN_OR_RETURN(auto ep, OptInt(r, c.ep, 1, 100000));
-  TIDAL_ASSIGN_OR_RETURN(auto vpp, OptInt(r, c.vpp, 1, 100000));
+  TIDAL_ASSIGN_OR_RETURN(auto cp, OptInt(r, c.cp, 1, 65536));
+  TIDAL_ASSIGN_OR_RETURN(auto ep, OptInt(r, c.ep, 1, 65536));
+  TIDAL_ASSIGN_OR_RETURN(auto vpp, OptInt(r, c.vpp, 1, 65536));
   TIDAL_ASSIGN_OR_RETURN(auto tflops, OptDouble(r, c.tflops, 0, 1e6));
   TIDAL_ASSIGN_OR_RETURN(auto mfu, OptDouble(r, c.mfu, 0, 100));
 
@@ -193,14 +193,17 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
   s.cp = cp.value_or(1);
   s.ep = ep.value_or(1);
   s.vpp = vpp.value_or(1);
-  if (k.gpus % (s.tp * s.pp * s.cp) != 0) return std::string("gpus not divisible by tp*pp*cp");
+  // Sizes are range-checked above; the product is formed in 64 bits so a
+  // nonsense row is a skip reason, not an overflow.
+  const long long model_parallel = static_cast<long long>(s.tp) * s.pp * s.cp;
+  if (model_parallel > k.gpus || k.gpus % model_parallel != 0) return std::string("gpus not divisible by tp*pp*cp");
   s.dp = k.gpus / (s.tp * s.pp * s.cp);
   if (dp && *dp != s.dp) {
     return fmt::format("dp column {} disagrees with gpus/(tp*pp*cp) = {}", *dp, s.dp);
   }
   s.micro_batch = mb.value_or(1);
   if (!mb) k.assumptions.push_back("micro-batch 1 (not stated; Megatron examples' value)");
-  if (m.global_batch % (s.micro_batch * s.dp) != 0) {
+  if (m.global_batch % (static_cast<long long>(s.micro_batch) * s.dp) != 0) {
     return fmt::format("global batch {} not divisible by micro-batch*dp = {}", m.global_batch, s.micro_batch * s.dp);
   }
   s.grad_accum = m.global_batch / (s.micro_batch * s.dp);

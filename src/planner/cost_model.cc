@@ -84,7 +84,7 @@ Placement DefaultPlacement(const GpuSpec& gpu, int gpus) {
   pl.nodes = CeilDiv(gpus, std::min(gpu.nvlink_domain, 8));
   pl.nvlink_gbps = gpu.nvlink_gbps;
   pl.nvlink_latency_us = 3;
-  pl.levels = {{"leaf", 32 * gpu.nvlink_domain, gpu.nic_gbps, 5}, {"spine", 0, gpu.nic_gbps, 8}};
+  pl.levels = {{"leaf", 32 * gpu.nvlink_domain, gpu.nic_gbps, 5, 1}, {"spine", 0, gpu.nic_gbps, 2.7, 3}};
   return pl;
 }
 
@@ -93,7 +93,7 @@ Result<Placement> ParseClusterSpec(std::string_view spec, const GpuSpec& gpu, in
   const std::string path(spec);
   if (std::filesystem::exists(path)) {
     // YAML form: gpus_per_domain, nvlink_gbps, nvlink_latency_us, nodes,
-    // levels: [{name, span_gpus, gbps, latency_us}, ...]
+    // levels: [{name, span_gpus, gbps, latency_us (per hop), hops}, ...]
     try {
       YAML::Node n = YAML::LoadFile(path);
       if (n["gpus_per_domain"]) pl.gpus_per_domain = n["gpus_per_domain"].as<int>();
@@ -104,7 +104,7 @@ Result<Placement> ParseClusterSpec(std::string_view spec, const GpuSpec& gpu, in
         pl.levels.clear();
         for (const auto& l : n["levels"]) {
           pl.levels.push_back({l["name"].as<std::string>("level"), l["span_gpus"].as<int>(0),
-                               l["gbps"].as<double>(), l["latency_us"].as<double>(5)});
+                               l["gbps"].as<double>(), l["latency_us"].as<double>(5), l["hops"].as<int>(1)});
         }
       }
     } catch (const YAML::Exception& e) {
@@ -123,7 +123,7 @@ Result<Placement> ParseClusterSpec(std::string_view spec, const GpuSpec& gpu, in
       if (eq == std::string_view::npos) {
         return MakeError(ErrorCode::kInvalidArgument,
                          "--cluster '{}': item '{}' is not key=value (keys: domain, nvlink, net, latency, leaf, "
-                         "spine_latency, nodes) nor an existing YAML file",
+                         "spine_latency, spine_hops, nodes) nor an existing YAML file",
                          spec, item);
       }
       const std::string_view key = item.substr(0, eq);
@@ -143,13 +143,16 @@ Result<Placement> ParseClusterSpec(std::string_view spec, const GpuSpec& gpu, in
         pl.levels.front().latency_us = v;
       } else if (key == "spine_latency") {
         pl.levels.back().latency_us = v;
+      } else if (key == "spine_hops") {
+        pl.levels.back().hops = static_cast<int>(v);
       } else if (key == "leaf") {
         pl.levels.front().span_gpus = static_cast<int>(v);
       } else if (key == "nodes") {
         pl.nodes = static_cast<int>(v);
       } else {
         return MakeError(ErrorCode::kInvalidArgument,
-                         "--cluster: unknown key '{}' (keys: domain, nvlink, net, latency, leaf, spine_latency, nodes)",
+                         "--cluster: unknown key '{}' (keys: domain, nvlink, net, latency, leaf, spine_latency, "
+                         "spine_hops, nodes)",
                          key);
       }
     }
@@ -162,11 +165,12 @@ Result<Placement> ParseClusterSpec(std::string_view spec, const GpuSpec& gpu, in
 }
 
 Link LinkFor(const Placement& pl, int span) {
-  if (span <= pl.gpus_per_domain || pl.levels.empty()) return {pl.nvlink_gbps, pl.nvlink_latency_us};
+  if (span <= pl.gpus_per_domain || pl.levels.empty()) return {pl.nvlink_gbps, pl.nvlink_latency_us, 1};
   for (const auto& l : pl.levels) {
-    if (l.span_gpus == 0 || span <= l.span_gpus) return {l.gbps, l.latency_us};
+    if (l.span_gpus == 0 || span <= l.span_gpus) return {l.gbps, l.hops * l.latency_us, l.hops};
   }
-  return {pl.levels.back().gbps, pl.levels.back().latency_us};
+  const auto& top = pl.levels.back();
+  return {top.gbps, top.hops * top.latency_us, top.hops};
 }
 
 Calibration DefaultCalibration() {

@@ -56,12 +56,16 @@ struct Strategy {
 };
 
 // One level of the interconnect above the NVLink domain: a group that fits in
-// `span_gpus` GPUs communicates at `gbps` per GPU per direction.
+// `span_gpus` GPUs communicates at `gbps` per GPU per direction, over a path
+// of `hops` switches costing `latency_us` each (so a message's base latency
+// is hops x per-hop latency; NIC and PCIe endpoints are folded into the
+// per-hop figure).
 struct NetworkLevel {
   std::string name;
   int span_gpus = 0;  // 0 = unbounded (top level)
   double gbps = 0;
-  double latency_us = 0;
+  double latency_us = 0;  // per hop
+  int hops = 1;
 };
 
 // What a job was given, as plain numbers so the scheduler can build it from
@@ -71,14 +75,16 @@ struct Placement {
   int gpus_per_domain = 8;  // NVLink / NVSwitch domain size
   int nodes = 0;            // informational
   double nvlink_gbps = 0;   // per GPU per direction
-  double nvlink_latency_us = 3;
+  double nvlink_latency_us = 3;  // one NVSwitch hop
   std::vector<NetworkLevel> levels;  // innermost first
 };
 
-// A DGX-style default: the GPU's NVLink domain, then a rail-optimised leaf
-// (32 domains) and a non-blocking spine at the GPU's NIC bandwidth.
+// A DGX-style default: the GPU's NVLink domain (1 hop, 3 us), then a
+// rail-optimised leaf of 32 domains (1 switch hop, 5 us) and a non-blocking
+// spine (leaf-spine-leaf: 3 hops of 2.7 us) at the GPU's NIC bandwidth.
 Placement DefaultPlacement(const GpuSpec& gpu, int gpus);
-// "domain=8,nvlink=450,net=50,latency=5,leaf=256,spine_latency=10": any subset.
+// "domain=8,nvlink=450,net=50,latency=5,leaf=256,spine_latency=2.7,spine_hops=3":
+// any subset (latencies per hop, us), or a YAML file (see docs/planner.md).
 Result<Placement> ParseClusterSpec(std::string_view spec, const GpuSpec& gpu, int gpus);
 
 // Calibrated parameters: fraction of dense peak reached by large GEMMs per GPU
@@ -159,7 +165,8 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
 // Bandwidth (GB/s per GPU) and latency (us) of a group spanning `span` GPUs.
 struct Link {
   double gbps;
-  double latency_us;
+  double latency_us;  // hops x per-hop latency
+  int hops = 1;
 };
 Link LinkFor(const Placement& pl, int span);
 

@@ -9,7 +9,7 @@ namespace {
 auto Key(const Plan& p) {
   const Strategy& s = p.strategy;
   return std::make_tuple(p.prediction.step_time_s, p.prediction.memory_gib, s.tp, s.pp, s.cp, s.ep, s.vpp,
-                         s.micro_batch, s.zero_stage, static_cast<int>(s.recompute));
+                         s.micro_batch, s.zero_stage, static_cast<int>(s.recompute), !s.sequence_parallel);
 }
 
 }  // namespace
@@ -21,7 +21,9 @@ Result<SearchResult> SearchPlans(const ModelSpec& m0, const GpuSpec& gpu, const 
   TIDAL_RETURN_IF_ERROR(ValidateModel(m));
   TIDAL_RETURN_IF_ERROR(gpu.PeakFlops(opt.precision));
   const int gpus = pl.gpus;
-  if (gpus <= 0) return MakeError(ErrorCode::kInvalidArgument, "the placement has no GPUs");
+  if (gpus <= 0 || gpus > 10'000'000) {
+    return MakeError(ErrorCode::kInvalidArgument, "GPU count {} is outside 1..10,000,000", gpus);
+  }
   if (opt.top <= 0) return MakeError(ErrorCode::kInvalidArgument, "--top must be positive");
 
   SearchResult res;
@@ -68,6 +70,8 @@ Result<SearchResult> SearchPlans(const ModelSpec& m0, const GpuSpec& gpu, const 
                 if (dp * cp == 1 && zero > 0) continue;  // nothing to shard over
                 for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
                   if (opt.recompute && rc != *opt.recompute) continue;
+                  for (bool sp : {true, false}) {
+                  if (!sp && tp == 1) continue;
                   Strategy s;
                   s.tp = tp;
                   s.pp = pp;
@@ -79,13 +83,14 @@ Result<SearchResult> SearchPlans(const ModelSpec& m0, const GpuSpec& gpu, const 
                   s.grad_accum = ga;
                   s.zero_stage = zero;
                   s.recompute = rc;
-                  s.sequence_parallel = tp > 1;
+                  s.sequence_parallel = sp && tp > 1;
                   s.precision = opt.precision;
                   s.overlap_grad_reduce = true;
-                  s.overlap_tp_comm = tp > 1;
+                  s.overlap_tp_comm = s.sequence_parallel;  // userbuffer overlap needs SP
                   s.first_stage_layers = first;
                   s.last_stage_layers = last;
                   offer(s);
+                  }
                 }
               }
             }

@@ -2,10 +2,10 @@
 // stages, ZeRO stage, recomputation) a model admits on a GPU count, prune by
 // divisibility and memory, rank by predicted step time.
 //
-// Sequence parallelism is always on with TP > 1 (it removes replicated
-// activations at the same communication volume). Ranking is total: step time,
-// then memory, then the smaller (tp, pp, cp, ep, vpp, micro-batch, zero,
-// recompute) tuple, so equal inputs give the same table.
+// Sequence parallelism is searched on and off with TP > 1 (when on, TP
+// collectives also overlap with GEMMs). Ranking is total: step time, then
+// memory, then the smaller (tp, pp, cp, ep, vpp, micro-batch, zero,
+// recompute, no-SP) tuple, so equal inputs give the same table.
 #pragma once
 
 #include <optional>

@@ -60,6 +60,18 @@ Field SplitField(std::string_view f) {
   return {Lower(f), {}};
 }
 
+// Digits matched by a regex can still overflow; such a line is noise, not a crash.
+std::optional<long> ToLong(const std::string& s) {
+  long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// std::regex recurses per character; lines longer than this (binary noise,
+// minified dumps) are skipped rather than risking the stack.
+constexpr size_t kMaxLine = 8192;
+
 }  // namespace
 
 std::optional<long> MegatronLog::ArgInt(const std::string& name) const {
@@ -97,6 +109,7 @@ Result<MegatronLog> ParseMegatronLog(std::string_view text, const std::string& s
   for (std::string_view raw : Split(text, '\n')) {
     ++line_no;
     if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+    if (raw.size() > kMaxLine) continue;
     const std::string line(raw);
     auto bad = [&](std::string_view field, std::string_view value) {
       return MakeError(ErrorCode::kParse, "{}:{}: field '{}': '{}' is not a number", source, line_no, field, value);
@@ -109,7 +122,9 @@ Result<MegatronLog> ParseMegatronLog(std::string_view text, const std::string& s
     if (line.find("using world size:") != std::string::npos) {
       for (auto it = std::sregex_iterator(line.begin(), line.end(), kWorld); it != std::sregex_iterator(); ++it) {
         const std::string key = (*it)[1].str();
-        const int v = std::stoi((*it)[2].str());
+        const auto parsed = ToLong((*it)[2].str());
+        if (!parsed || *parsed > 1'000'000'000) continue;
+        const int v = static_cast<int>(*parsed);
         // "hierarchical context-parallel sizes: Nonetensor-model-parallel size"
         // glues two keys together in real logs: match on the suffix.
         auto ends = [&](std::string_view k) { return key.size() >= k.size() && key.ends_with(k); };
@@ -139,14 +154,18 @@ Result<MegatronLog> ParseMegatronLog(std::string_view text, const std::string& s
     IterationRecord rec;
     rec.line = line_no;
     if (std::regex_search(line, m, kDsSamples)) {
-      rec.iteration = std::stol(m[1].str() == "0" ? m[2].str() : m[1].str());
+      auto iter = ToLong(m[1].str() == "0" ? m[2].str() : m[1].str());
+      if (!iter) return bad("step", m[1].str());
+      rec.iteration = *iter;
       rec.samples_per_s = ToDouble(m[3].str());
       log.iterations.push_back(rec);
       continue;
     }
     const size_t it_pos = line.find("iteration");
     if (it_pos != std::string::npos && std::regex_search(line, m, kIter) && line.find('|') != std::string::npos) {
-      rec.iteration = std::stol(m[1].str());
+      auto iter = ToLong(m[1].str());
+      if (!iter) return bad("iteration", m[1].str());
+      rec.iteration = *iter;
       auto fields = Split(std::string_view(line).substr(it_pos), '|');
       for (size_t i = 1; i < fields.size(); ++i) {
         if (Trim(fields[i]).empty()) continue;
@@ -181,7 +200,9 @@ Result<MegatronLog> ParseMegatronLog(std::string_view text, const std::string& s
       continue;
     }
     if (std::regex_search(line, m, kNemo1)) {
-      rec.iteration = std::stol(m[1].str());
+      auto iter = ToLong(m[1].str());
+      if (!iter) return bad("iteration", m[1].str());
+      rec.iteration = *iter;
       rec.elapsed_s = ToDouble(m[3].str());
       log.iterations.push_back(rec);
     }

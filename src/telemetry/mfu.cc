@@ -266,13 +266,16 @@ Result<MfuReport> EstimateMfu(const MfuInputs& in) {
                           "step time"};
   }
   if (!r.comm_share && predicted) {
+    const planner::Link widest = planner::LinkFor(*placement, gpus);
     r.comm_share = Figure{predicted->comm_share,
-                          "fallback step 2: network hops x per-hop latency + bytes / bandwidth for the layout "
-                          "(planner collective model) / modelled step time"};
+                          fmt::format("fallback step 2: per collective, network hops x per-hop latency + bytes / "
+                                      "bandwidth (planner model of the layout; the widest group crosses {} hop{}, "
+                                      "{:.1f} us) / modelled step time",
+                                      widest.hops, widest.hops == 1 ? "" : "s", widest.latency_us)};
   }
   if (!r.comm_share && gpus > 1) {
     const planner::Placement pl = placement ? *placement
-                                            : planner::Placement{gpus, 8, 0, 450, 3, {{"leaf", 256, 50, 5}, {"spine", 0, 50, 8}}};
+                                            : planner::Placement{gpus, 8, 0, 450, 3, {{"leaf", 256, 50, 5, 1}, {"spine", 0, 50, 2.7, 3}}};
     int levels = 1;  // the NVLink domain itself
     if (gpus > pl.gpus_per_domain) ++levels;
     if (!pl.levels.empty() && pl.levels.front().span_gpus > 0 && gpus > pl.levels.front().span_gpus) ++levels;
