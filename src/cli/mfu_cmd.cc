@@ -64,13 +64,17 @@ int Run(const MfuArgs& a) {
     in.precision = *p;
   }
   in.gpus = a.gpus;
-  if (a.tp > 0 && a.pp > 0 && a.gpus > 0) {
+  const int gpus = a.gpus > 0 ? a.gpus : (log && log->world_size ? *log->world_size : 0);
+  if (a.tp > 0 && a.pp > 0) {
+    if (gpus <= 0) return Fail("--tp/--pp need --gpus (the log has no world size)");
     planner::Strategy s;
     s.tp = a.tp;
     s.pp = a.pp;
     s.cp = a.cp;
-    if (a.gpus % (a.tp * a.pp * a.cp) != 0) return Fail("--gpus must be a multiple of tp*pp*cp");
-    s.dp = a.gpus / (a.tp * a.pp * a.cp);
+    if (a.cp <= 0 || a.micro_batch <= 0 || gpus % (a.tp * a.pp * a.cp) != 0) {
+      return Fail(fmt::format("{} GPUs is not a multiple of tp*pp*cp = {}", gpus, a.tp * a.pp * a.cp));
+    }
+    s.dp = gpus / (a.tp * a.pp * a.cp);
     s.micro_batch = a.micro_batch;
     const int gbs = a.global_batch > 0 ? a.global_batch : (in.model ? in.model->global_batch : 0);
     if (gbs <= 0 || gbs % (s.micro_batch * s.dp) != 0) {

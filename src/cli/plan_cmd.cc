@@ -19,6 +19,7 @@ using namespace tidal::planner;
 struct PlanArgs {
   std::string validate;
   std::string split = "all";
+  bool explain = false;
   bool json = false;
   std::string model;
   int gpus = 0;
@@ -73,6 +74,10 @@ int RunValidate(const PlanArgs& a) {
     fmt::print("{:>5}  {:<32} {:>6}  {:<16} {:<12} {:<15} {:>9.1f} {:>9.1f} {:>+8.1f}\n", r.line, r.model.substr(0, 32),
                r.gpus, r.gpu_type.substr(0, 16), SplitName(r.split), r.convention, r.predicted_tflops,
                r.measured_tflops, r.error_pct);
+    if (a.explain) {
+      fmt::print("       as {}\n", r.layout);
+      for (const auto& x : r.assumptions) fmt::print("       assumed: {}\n", x);
+    }
   }
   if (!rep.skipped.empty()) {
     fmt::print("\nskipped rows:\n");
@@ -214,6 +219,7 @@ void RegisterPlanCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("plan", "Choose a parallel strategy, or validate the performance model");
   cmd->add_option("--validate", a->validate, "CSV of measured runs (calibration.csv layout): predicted vs measured");
   cmd->add_option("--split", a->split, "with --validate: all, calibration or held-out rows");
+  cmd->add_flag("--explain", a->explain, "with --validate: each row's layout and the defaults assumed for it");
   cmd->add_flag("--json", a->json, "machine-readable output");
   cmd->add_option("--model", a->model, "preset name (llama3-70b, gpt3-175b, ...) or a YAML/JSON model file");
   cmd->add_option("--gpus", a->gpus, "GPU count");

@@ -349,6 +349,11 @@ ValidationReport Validate(const std::vector<CalibrationCase>& cases, const Calib
     r.measured_tflops = c.measured_tflops;
     r.error_pct = (r.predicted_tflops - r.measured_tflops) / r.measured_tflops * 100.0;
     r.convention = std::string(FlopsConventionName(c.convention));
+    r.assumptions = c.assumptions;
+    const Strategy& s = c.strategy;
+    r.layout = fmt::format("tp={} pp={} dp={} cp={} ep={} vpp={} mb={} ga={} zero={} recompute={}{} {}", s.tp, s.pp,
+                           s.dp, s.cp, s.ep, s.vpp, s.micro_batch, s.grad_accum, s.zero_stage,
+                           RecomputeName(s.recompute), s.sequence_parallel ? " sp" : "", PrecisionName(s.precision));
     errs.push_back(std::abs(r.error_pct));
     rep.rows.push_back(std::move(r));
   }

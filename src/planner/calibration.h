@@ -61,6 +61,8 @@ struct ValidationRow {
   double measured_tflops = 0;
   double error_pct = 0;  // (predicted - measured) / measured * 100
   std::string convention;
+  std::vector<std::string> assumptions;  // framework defaults used for unstated knobs
+  std::string layout;                    // "tp=4 pp=8 dp=4 cp=1 ep=1 vpp=6 mb=1 ga=64 zero=1 full sp"
 };
 
 struct SkippedRow {

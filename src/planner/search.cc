@@ -1,6 +1,7 @@
 #include "planner/search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 namespace tidal::planner {
@@ -27,7 +28,11 @@ Result<SearchResult> SearchPlans(const ModelSpec& m0, const GpuSpec& gpu, const 
   if (opt.top <= 0) return MakeError(ErrorCode::kInvalidArgument, "--top must be positive");
 
   SearchResult res;
-  std::vector<Plan> best;  // kept sorted, at most top
+  // Kept sorted. Layouts that only trade DP for CP or micro-batch often
+  // predict the very same step and memory; extra room lets the table show
+  // distinct outcomes instead (see the filter at the end).
+  std::vector<Plan> best;
+  const int keep = opt.top * 8;
   auto offer = [&](const Strategy& s) {
     ++res.evaluated;
     Prediction p = PredictUnchecked(m, gpu, pl, s, cal);
@@ -36,10 +41,10 @@ Result<SearchResult> SearchPlans(const ModelSpec& m0, const GpuSpec& gpu, const 
       return;
     }
     Plan plan{s, p};
-    if (static_cast<int>(best.size()) == opt.top && !(Key(plan) < Key(best.back()))) return;
+    if (static_cast<int>(best.size()) == keep && !(Key(plan) < Key(best.back()))) return;
     best.insert(std::upper_bound(best.begin(), best.end(), plan, [](const Plan& a, const Plan& b) { return Key(a) < Key(b); }),
                 plan);
-    if (static_cast<int>(best.size()) > opt.top) best.pop_back();
+    if (static_cast<int>(best.size()) > keep) best.pop_back();
   };
 
   const int max_tp = std::min(pl.gpus_per_domain, 64);
@@ -99,7 +104,14 @@ Result<SearchResult> SearchPlans(const ModelSpec& m0, const GpuSpec& gpu, const 
       }
     }
   }
-  res.plans = std::move(best);
+  for (const Plan& p : best) {
+    if (static_cast<int>(res.plans.size()) == opt.top) break;
+    const bool same_outcome = std::any_of(res.plans.begin(), res.plans.end(), [&](const Plan& q) {
+      return std::abs(q.prediction.step_time_s - p.prediction.step_time_s) <= 1e-9 * p.prediction.step_time_s &&
+             std::abs(q.prediction.memory_gib - p.prediction.memory_gib) <= 1e-9 * p.prediction.memory_gib;
+    });
+    if (!same_outcome) res.plans.push_back(p);
+  }
   if (res.plans.empty()) {
     return MakeError(ErrorCode::kUnresolvable,
                      "no strategy for {} on {} x {} fits: {} strategies evaluated, {} over the {:.0f} GiB of HBM; "

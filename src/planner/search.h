@@ -33,7 +33,7 @@ struct Plan {
 };
 
 struct SearchResult {
-  std::vector<Plan> plans;   // best first, at most options.top
+  std::vector<Plan> plans;   // best first, at most options.top, no two with the same predicted step and memory
   long evaluated = 0;        // strategies predicted
   long pruned_memory = 0;    // predicted but over HBM
 };
