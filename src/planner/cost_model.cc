@@ -130,8 +130,8 @@ Result<Placement> ParseClusterSpec(std::string_view spec, const GpuSpec& gpu, in
       const std::string_view val = item.substr(eq + 1);
       double v = 0;
       auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), v);
-      if (ec != std::errc() || p != val.data() + val.size() || v <= 0) {
-        return MakeError(ErrorCode::kInvalidArgument, "--cluster: '{}' needs a positive number, got '{}'", key, val);
+      if (ec != std::errc() || p != val.data() + val.size() || !(v > 0) || v > 1e7) {
+        return MakeError(ErrorCode::kInvalidArgument, "--cluster: '{}' needs a number in (0, 1e7], got '{}'", key, val);
       }
       if (key == "domain") {
         pl.gpus_per_domain = static_cast<int>(v);
@@ -157,9 +157,11 @@ Result<Placement> ParseClusterSpec(std::string_view spec, const GpuSpec& gpu, in
       }
     }
   }
-  if (pl.gpus_per_domain <= 0 || pl.nvlink_gbps <= 0 || pl.levels.empty()) {
-    return MakeError(ErrorCode::kInvalidArgument, "cluster spec '{}': domain size, NVLink bandwidth and at least one "
-                     "network level are required", spec);
+  bool levels_ok = !pl.levels.empty();
+  for (const auto& l : pl.levels) levels_ok = levels_ok && l.gbps > 0 && l.gbps < 1e9 && l.latency_us >= 0 && l.hops >= 0 && l.span_gpus >= 0;
+  if (pl.gpus_per_domain <= 0 || pl.gpus_per_domain > 10'000'000 || !(pl.nvlink_gbps > 0 && pl.nvlink_gbps < 1e9) || !levels_ok) {
+    return MakeError(ErrorCode::kInvalidArgument, "cluster spec '{}': a domain size, NVLink bandwidth and at least one "
+                     "network level with positive bandwidth are required", spec);
   }
   return pl;
 }

@@ -183,6 +183,20 @@ Status ValidateModel(const ModelSpec& m) {
   auto bad = [&](std::string_view field, std::string_view why) {
     return MakeError(ErrorCode::kInvalidArgument, "model '{}': field '{}' {}", m.name, field, why);
   };
+  // Upper bounds keep every derived product inside 64-bit/int arithmetic and
+  // the search finite; they are far above any real model.
+  const std::pair<const char*, std::pair<int, int>> limits[] = {
+      {"layers", {m.layers, 10000}},       {"hidden", {m.hidden, 1 << 20}},   {"heads", {m.heads, 1 << 16}},
+      {"kv_heads", {m.kv_heads, 1 << 16}}, {"ffn", {m.ffn, 1 << 24}},         {"vocab", {m.vocab, 1 << 24}},
+      {"seq_len", {m.seq_len, 1 << 26}},   {"global_batch", {m.global_batch, 1 << 26}},
+      {"experts", {m.experts, 1 << 16}},   {"expert_ffn", {m.expert_ffn, 1 << 24}},
+      {"head_dim", {m.head_dim, 1 << 16}}, {"shared_experts", {m.shared_experts, 1 << 10}},
+      {"kv_lora_rank", {m.kv_lora_rank, 1 << 20}}, {"q_lora_rank", {m.q_lora_rank, 1 << 20}},
+      {"rope_head_dim", {m.rope_head_dim, 1 << 16}}, {"v_head_dim", {m.v_head_dim, 1 << 16}},
+  };
+  for (const auto& [field, vl] : limits) {
+    if (vl.first > vl.second) return bad(field, fmt::format("is above the supported maximum {}", vl.second));
+  }
   if (m.layers <= 0) return bad("layers", "must be positive");
   if (m.hidden <= 0) return bad("hidden", "must be positive");
   if (m.heads <= 0) return bad("heads", "must be positive");

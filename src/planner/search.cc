@@ -25,7 +25,7 @@ Result<SearchResult> SearchPlans(const ModelSpec& m0, const GpuSpec& gpu, const 
   if (gpus <= 0 || gpus > 10'000'000) {
     return MakeError(ErrorCode::kInvalidArgument, "GPU count {} is outside 1..10,000,000", gpus);
   }
-  if (opt.top <= 0) return MakeError(ErrorCode::kInvalidArgument, "--top must be positive");
+  if (opt.top <= 0 || opt.top > 1000) return MakeError(ErrorCode::kInvalidArgument, "--top must be in 1..1000");
 
   SearchResult res;
   // Kept sorted. Layouts that only trade DP for CP or micro-batch often
