@@ -77,7 +77,10 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     known.reserve(jobs.size());
     for (const Job& j : jobs)
       if (ResolveRequest(j, cluster.models())) known.push_back(j);
-    TIDAL_ASSIGN_OR_RETURN(auto typical, BuildTypicalPods(known, cluster.models()));
+    std::vector<TypicalPod> typical;  // none if no job can run here: all are reported below
+    if (!known.empty()) {
+      TIDAL_ASSIGN_OR_RETURN(typical, BuildTypicalPods(known, cluster.models()));
+    }
     frag = std::make_shared<FragmentationModel>(std::move(typical));
   }
   TIDAL_ASSIGN_OR_RETURN(Profile profile, plugins::MakePolicyProfile(options.policy, frag));

@@ -186,6 +186,14 @@ TEST(QueueSim, UnresolvableJobsAreReportedAndExcluded) {
   EXPECT_EQ(json["jobs_finished"], 1);
 }
 
+TEST(QueueSim, FgdWithOnlyUnresolvableJobsReportsThem) {
+  std::vector<Job> jobs = {MakeJob(0, 0, 1, 10)};
+  jobs[0].gpu_spec = {"H100"};
+  const QueueSimResult r = Replay(OneNode(4), jobs, QueuePolicy::kFifoBackfill, "fgd");
+  EXPECT_EQ(r.jobs_unresolvable, 1);
+  EXPECT_EQ(r.jobs_finished, 0);
+}
+
 TEST(QueueSim, JobsWithoutTimesAreAClearError) {
   std::vector<Job> jobs = {MakeJob(0, 0, 1, 10)};
   jobs[0].submit_time_s.reset();
