@@ -40,7 +40,9 @@ TEST(CalibrationTest, HeldOutRowsReported) {
   ASSERT_TRUE(cases) << cases.error().message;
   const ValidationReport rep = Validate(*cases, DefaultCalibration(), Split::kHeldOut);
   Print(rep);
-  EXPECT_GE(rep.rows_used, 5);
+  EXPECT_GE(rep.rows_used, 25);
+  // A regression alarm, not a fit target: nothing is tuned on these rows.
+  EXPECT_LE(rep.median_abs_error_pct, 15.0);
 }
 
 TEST(CalibrationTest, RefitReproducesDefaults) {

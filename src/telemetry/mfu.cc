@@ -244,6 +244,24 @@ Result<MfuReport> EstimateMfu(const MfuInputs& in) {
                             "fallback step 1: (step time - forward/backward compute timers) / step time"};
     }
   }
+  // DCGM counters: inside one NVLink domain every collective rides NVLink,
+  // so TX bytes/s over the link bandwidth is the share of time spent
+  // communicating. Across domains the network traffic is not in DCGM, so the
+  // counters are incomplete and the chain below is used instead.
+  if (!r.comm_share && gpu && r.nvlink_bytes_per_s && gpus > 1) {
+    const int domain = in.placement ? in.placement->gpus_per_domain : gpu->nvlink_domain;
+    const double link = (in.placement ? in.placement->nvlink_gbps : gpu->nvlink_gbps) * 1e9;
+    if (gpus <= domain) {
+      if (auto t = Summarize(in.dcgm, "DCGM_FI_PROF_NVLINK_TX_BYTES")) {
+        r.comm_share = Figure{std::min(1.0, t->mean / link),
+                              fmt::format("DCGM counters: NVLINK_TX_BYTES {:.3g} B/s / NVLink {:.0f} GB/s per direction "
+                                          "(job inside one NVLink domain)",
+                                          t->mean, link / 1e9)};
+      }
+    } else {
+      r.notes.push_back("DCGM NVLink counters do not see inter-node traffic; communication share from the fallback chain");
+    }
+  }
   std::optional<planner::Prediction> predicted;
   std::optional<planner::Placement> placement = in.placement;
   if (gpu && gpus > 0 && !placement) placement = planner::DefaultPlacement(*gpu, gpus);

@@ -7,7 +7,8 @@
 //   TFLOP/s/GPU  model FLOPs (Megatron formula, DESIGN.md) / step time, else
 //                the log's own throughput field, else DCGM tensor-pipe
 //                activity x dense peak (an HFU-like upper bound)
-//   comm share   log communication timers, else the fallback chain:
+//   comm share   log communication timers, else DCGM NVLink TX counters for a
+//                job inside one NVLink domain, else the fallback chain:
 //                (1) step time - pure compute time (log compute timers or
 //                    the planner's compute model),
 //                (2) hops x per-hop latency + bytes / bandwidth (the

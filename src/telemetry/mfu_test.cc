@@ -124,6 +124,13 @@ TEST(MfuTest, GpuFromDcgmModelName) {
   EXPECT_EQ(r->gpu_name, "a100");
   ASSERT_TRUE(r->nvlink_bytes_per_s);
   EXPECT_EQ(r->nvlink_bytes_per_s->value, 0);
+  // 4 GPUs of one DGX A100: the counters are complete (and idle here).
+  EXPECT_TRUE(Starts(r->comm_share, "DCGM counters")) << (r->comm_share ? r->comm_share->method : "none");
+  EXPECT_EQ(r->comm_share->value, 0);
+  in.gpus = 64;  // across nodes: NVLink counters miss the network, so the chain is used
+  auto wide = EstimateMfu(in);
+  ASSERT_TRUE(wide);
+  EXPECT_TRUE(Starts(wide->comm_share, "fallback step 3"));
 }
 
 }  // namespace
