@@ -332,14 +332,18 @@ TEST(StrandedTracker, IdleCapacityNoWaitingShapeCanUse) {
   // A gang of 3 whole GPUs cannot be placed (2 whole GPUs free): all idle
   // capacity is stranded. A gang of 2 can use both whole GPUs.
   {
+    // The shapes point at their jobs: keep the jobs alive while in use.
+    const std::vector<Job> gang3 = {MakeJob(3, 0, 3, 10, 1000, false)};
+    const std::vector<Job> gang2 = {MakeJob(4, 0, 2, 10, 1000, false)};
     StrandedTracker t;
-    EXPECT_EQ(t.Compute(*c, Shapes(*c, {MakeJob(3, 0, 3, 10, 1000, false)}), 3), 2300);
-    EXPECT_EQ(t.Compute(*c, Shapes(*c, {MakeJob(4, 0, 2, 10, 1000, false)}), 4), 300);
+    EXPECT_EQ(t.Compute(*c, Shapes(*c, gang3), 3), 2300);
+    EXPECT_EQ(t.Compute(*c, Shapes(*c, gang2), 4), 300);
   }
   // Incremental: after a change on one node only that node is recomputed,
   // and the answer equals a fresh computation.
   StrandedTracker t;
-  const auto shapes = Shapes(*c, {MakeJob(1, 0, 1, 10, 500)});
+  const std::vector<Job> share = {MakeJob(1, 0, 1, 10, 500)};
+  const auto shapes = Shapes(*c, share);
   EXPECT_EQ(t.Compute(*c, shapes, 7), 300);
   Placement q;
   q.assignments.push_back({1, 1000, 1024, {0}, {600}});
