@@ -65,3 +65,32 @@ TEST(CalibrationTest, RefitReproducesDefaults) {
 
 }  // namespace
 }  // namespace tidal::planner
+
+namespace tidal::planner {
+namespace {
+
+// The published runs ran, so they fitted: the memory model must agree for
+// (almost) all Megatron/NeMo layouts. FSDP2 rows are left out: whether they
+// checkpointed activations is not stated.
+TEST(CalibrationTest, PublishedLayoutsFitInMemory) {
+  SKIP_WITHOUT_SHARED();
+  auto cases = LoadCalibrationCases(CalibrationCsv());
+  ASSERT_TRUE(cases) << cases.error().message;
+  int total = 0, fit = 0;
+  for (const auto& c : *cases) {
+    if (!c.usable || c.strategy.zero_stage == 3) continue;
+    ++total;
+    const Prediction p = PredictUnchecked(c.spec, c.gpu, DefaultPlacement(c.gpu, c.gpus), c.strategy,
+                                          DefaultCalibration());
+    if (p.fits) {
+      ++fit;
+    } else {
+      std::printf("  line %d %s: %.1f GiB > %.1f GiB\n", c.line, c.model.c_str(), p.memory_gib, c.gpu.hbm_gib);
+    }
+  }
+  EXPECT_GE(total, 45);
+  EXPECT_GE(fit, total * 95 / 100);
+}
+
+}  // namespace
+}  // namespace tidal::planner

@@ -403,7 +403,9 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
   auto& mem = out.memory;
   const double params = dense_params + expert_params;
   const double shard3 = s.zero_stage == 3;
-  const double w_bytes = 2.0 + (fp8 ? 1.0 : 0.0);
+  // BF16 weights also for FP8 runs: Transformer Engine casts them per GEMM
+  // (published FP8 layouts such as NeMo's GPT3-20B on TP 2 only fit so).
+  const double w_bytes = 2.0;
   mem.weights_gib = (shard3 ? dense_params / g_dense + expert_params / g_exp : params) * w_bytes / kGiB;
   mem.gradients_gib = (s.zero_stage >= 2 ? dense_params / g_dense + expert_params / g_exp : params) * 4 / kGiB;
   mem.optimizer_gib = opt_params * 12 / kGiB;
@@ -416,7 +418,16 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
   if (s.recompute == Recompute::kSelective) {
     mlp -= 2.0 * ((1 - moe_frac) * m.ffn + moe_frac * (m.top_k + m.shared_experts) * m.expert_ffn);
   }
-  const double full_layer = 10 * h / (sp ? tp : 1) + (4 * q + 4 * kv + mlp) / tp;
+  double unsharded = 10 * h, sharded = 4 * q + 4 * kv + mlp;
+  if (fp8) {
+    // Transformer Engine keeps the FP8 cast of each GEMM input for the weight
+    // gradient: QKV and FC1 inputs (h each), the projection input (q) and
+    // the FC2 input (the activation output) take 1 byte instead of 2.
+    unsharded -= 2 * h;
+    const double fc2_in = (1 - moe_frac) * m.ffn + moe_frac * (m.top_k + m.shared_experts) * m.expert_ffn;
+    sharded -= q + (s.recompute == Recompute::kSelective ? 0.0 : fc2_in);
+  }
+  const double full_layer = unsharded / (sp ? tp : 1) + sharded / tp;
   const double per_layer_token = s.recompute == Recompute::kFull ? 2 * h / (sp ? tp : 1) : full_layer;
   const int first_layers = s.first_stage_layers > 0 ? s.first_stage_layers : stage_layers;
   double in_flight = std::min(s.pp, mbs);
