@@ -21,7 +21,9 @@ TEST(SearchTest, Llama70bOn512H100) {
     EXPECT_LE(p.prediction.memory_gib, g.hbm_gib);
     EXPECT_EQ(p.strategy.Gpus(), 512);
     EXPECT_EQ(p.strategy.GlobalBatch(), m.global_batch);
-    if (i > 0) EXPECT_LE(r->plans[i - 1].prediction.step_time_s, p.prediction.step_time_s);
+    if (i > 0) {
+      EXPECT_LE(r->plans[i - 1].prediction.step_time_s, p.prediction.step_time_s);
+    }
   }
   // Published Llama-3-70B-class BF16 runs on H100 reach 35-60% MFU.
   EXPECT_GT(r->plans[0].prediction.mfu, 0.35);

@@ -3,7 +3,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <set>
 
 #include "common/csv.h"
 
@@ -117,7 +116,6 @@ Result<std::vector<DcgmSample>> ReadDcgmFile(const std::string& path) {
 std::optional<MetricSummary> Summarize(const std::vector<DcgmSample>& samples, const std::string& metric) {
   MetricSummary s;
   double sum = 0;
-  std::set<std::string> seen;
   for (const auto& x : samples) {
     if (x.metric != metric) continue;
     if (!x.value) {
@@ -126,7 +124,6 @@ std::optional<MetricSummary> Summarize(const std::vector<DcgmSample>& samples, c
     }
     sum += *x.value;
     ++s.devices;
-    seen.insert(x.GpuKey());
   }
   if (s.devices == 0) return std::nullopt;
   s.mean = sum / s.devices;
