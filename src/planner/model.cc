@@ -77,6 +77,9 @@ const std::vector<Preset>& Presets() {
                   "gpt 174.6b (zero-3)", "gpt-3 (177b, 131072 vocab)"}});
     p.push_back({Dense("mt-nlg-530b", 105, 20480, 128, 128, 81920, false, 51200, 2048, 1920),
                  {"mt-nlg-530b", "gpt 530b (mt-nlg)", "gpt 529.6b (zero-3)", "gpt 529.6b (ptd-p)", "megatron-turing nlg 530b"}});
+    // BLOOM (BigScience 2022): 70 layers, 14336 hidden, 112 heads, 250880 vocab, GBS 2048.
+    p.push_back({Dense("bloom-176b", 70, 14336, 112, 112, 4 * 14336, false, 250880, 2048, 2048),
+                 {"bloom-176b", "bloom", "bloom 176b", "tr11-176b-ml"}});
     p.push_back({Dense("gpt3-5b", 24, 4096, 32, 32, 16384, false, 50304, 2048, 2048), {"gpt3-5b"}});
     p.push_back({Dense("gpt3-20b", 44, 6144, 48, 48, 24576, false, 50304, 2048, 256), {"gpt3-20b"}});
     p.push_back({Dense("llama2-7b", 32, 4096, 32, 32, 11008, true, 32000, 4096, 1024),

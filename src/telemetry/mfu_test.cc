@@ -112,6 +112,22 @@ TEST(MfuTest, FallbackChainOrder) {
   EXPECT_FALSE(EstimateMfu(none));
 }
 
+TEST(MfuTest, BloomLogThroughputIsNarayananEq3) {
+  SKIP_WITHOUT_FIXTURES();
+  // BLOOM-176B on 384 A100s printed ~147 TFLOPs per GPU; BigScience counted
+  // FLOPs as Narayanan eq. 3 (activation checkpointing on). Our formula, the
+  // published architecture and the logged step time must give the same.
+  auto log = ReadMegatronLog(kFix + "megatron-logs/deepspeed-megatron-deepspeed-bloom-176b-2022-04.log");
+  ASSERT_TRUE(log);
+  const auto m = *planner::FindModelPreset("bloom-176b");
+  for (const auto& it : log->iterations) {
+    ASSERT_TRUE(it.elapsed_s && it.tflops_per_gpu && it.global_batch);
+    const double ours = planner::FlopsPerToken(m, m.seq_len, planner::FlopsConvention::kNarayananEq3) *
+                        static_cast<double>(*it.global_batch) * m.seq_len / *it.elapsed_s / 384 / 1e12;
+    EXPECT_NEAR(ours / *it.tflops_per_gpu, 1.0, 0.02) << "iteration " << it.iteration;
+  }
+}
+
 TEST(MfuTest, GpuFromDcgmModelName) {
   SKIP_WITHOUT_FIXTURES();
   auto dcgm = ReadDcgmFile(kFix + "dcgm-exporter/issue-dcgm-149-dgx-a100-nvlink-tx.prom");
