@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/csv.h"
+#include "sim/svg.h"
 
 namespace tidal::sim {
 namespace fs = std::filesystem;
@@ -90,56 +91,28 @@ nlohmann::json CurveJson(const Curve& c) {
   return a;
 }
 
-// --- SVG plotting: a small line chart, enough for a report -------------------
-const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
-
-std::string SvgChart(const std::string& title, const std::string& ylabel, double ymin, double ymax,
-                     const std::vector<std::pair<std::string, Curve>>& ours,
-                     const std::map<std::string, Curve>* published, int xmin = 0) {
-  const double W = 720, H = 420, L = 60, R = 170, T = 30, B = 45;
-  const double pw = W - L - R, ph = H - T - B;
-  auto X = [&](double k) { return L + pw * (k - xmin) / (130.0 - xmin); };
-  auto Y = [&](double v) { return T + ph * (1 - (std::clamp(v, ymin, ymax) - ymin) / (ymax - ymin)); };
-  std::string s = fmt::format(R"~(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">)~", W, H);
-  s += fmt::format(R"~(<text x="{}" y="18" font-size="14" font-weight="bold">{}</text>)~", L, title);
-  for (int i = 0; i <= 5; ++i) {
-    const double v = ymin + (ymax - ymin) * i / 5;
-    s += fmt::format(R"~(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#ddd"/><text x="{}" y="{:.1f}" text-anchor="end">{:.0f}</text>)~",
-                     L, Y(v), L + pw, Y(v), L - 6, Y(v) + 4, v);
-  }
-  for (int k = xmin; k <= 130; k += 10) {
-    s += fmt::format(R"~(<line x1="{:.1f}" y1="{}" x2="{:.1f}" y2="{}" stroke="#eee"/><text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)~",
-                     X(k), T, X(k), T + ph, X(k), T + ph + 16, k);
-  }
-  s += fmt::format(R"~(<text x="{}" y="{}" text-anchor="middle">arrived GPU demand (% of cluster GPUs)</text>)~", L + pw / 2, H - 6);
-  s += fmt::format(R"~(<text x="14" y="{}" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>)~", T + ph / 2, T + ph / 2, ylabel);
-  auto path = [&](const Curve& c) {
-    std::string d;
-    for (int k = xmin; k < kFillBuckets; ++k) {
-      if (!c[static_cast<size_t>(k)]) continue;
-      d += fmt::format("{}{:.1f},{:.1f}", d.empty() ? "M" : " L", X(k), Y(*c[static_cast<size_t>(k)]));
-    }
-    return d;
+// One fill chart: our mean curve per policy over the published one (faint, dashed).
+std::string FillChart(const std::string& title, const std::string& ylabel, double ymin, double ymax,
+                      const std::vector<std::pair<std::string, Curve>>& ours,
+                      const std::map<std::string, Curve>* published, int xmin = 0) {
+  auto points = [&](const Curve& c) {
+    std::vector<std::pair<double, double>> p;
+    for (int k = xmin; k < kFillBuckets; ++k)
+      if (c[static_cast<size_t>(k)]) p.emplace_back(k, *c[static_cast<size_t>(k)]);
+    return p;
   };
+  std::vector<SvgSeries> series;
   for (size_t i = 0; i < ours.size(); ++i) {
-    const char* color = kColors[i % 6];
     const auto& [label, curve] = ours[i];
     if (published) {
-      if (auto it = published->find(label); it != published->end()) {
-        s += fmt::format(R"~(<path d="{}" fill="none" stroke="{}" stroke-width="3" stroke-opacity="0.35" stroke-dasharray="6 4"/>)~", path(it->second), color);
-      }
+      if (auto it = published->find(label); it != published->end())
+        series.push_back({"", points(it->second), static_cast<int>(i), true});
     }
-    s += fmt::format(R"~(<path d="{}" fill="none" stroke="{}" stroke-width="1.5"/>)~", path(curve), color);
-    const double ly = T + 14 + 18.0 * static_cast<double>(i);
-    s += fmt::format(R"~(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="{}" stroke-width="2"/><text x="{}" y="{:.1f}">{}</text>)~",
-                     L + pw + 12, ly, L + pw + 34, ly, color, L + pw + 40, ly + 4, label);
+    series.push_back({label, points(curve), static_cast<int>(i), false});
   }
-  if (published) {
-    const double ly = T + 14 + 18.0 * static_cast<double>(ours.size()) + 6;
-    s += fmt::format(R"~(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#555" stroke-width="3" stroke-opacity="0.35" stroke-dasharray="6 4"/><text x="{}" y="{:.1f}">published</text>)~",
-                     L + pw + 12, ly, L + pw + 34, ly, L + pw + 40, ly + 4);
-  }
-  return s + "</svg>";
+  SvgAxes axes{title, "arrived GPU demand (% of cluster GPUs)", ylabel, static_cast<double>(xmin), 130, ymin, ymax,
+               (130 - xmin) / 10, 5, published ? "published" : ""};
+  return SvgLineChart(axes, series);
 }
 
 }  // namespace
@@ -271,10 +244,10 @@ td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4
           "nothing departs; a pod that does not fit is dropped. Curves are means over seeds, per 1% of arrived demand.</p>";
   html += "<table><tr><th>policy</th><th>runs</th><th>alloc % @100</th><th>published</th><th>alloc % @130</th><th>published</th>"
           "<th>frag % of GPUs @100</th><th>s / run</th></tr>" + table_rows + "</table>";
-  html += "<h2>GPU allocation rate</h2>" + SvgChart("GPU allocation (%) vs arrived demand", "allocated GPU (%)", 0, 100, alloc_curves, pub_alloc);
-  html += SvgChart("GPU allocation (%), zoomed on the saturation region", "allocated GPU (%)", 80, 100, alloc_curves, pub_alloc, 80);
-  html += "<h2>Fragmented GPU capacity</h2>" + SvgChart("Fragmented GPU (% of cluster GPUs)", "fragmented GPU (%)", 0, 20, frag_curves, pub_frag);
-  html += "<h2>Fragmentation ratio</h2>" + SvgChart("Fragmented share of idle GPU (%)", "frag / idle (%)", 0, 100, ratio_curves, pub_ratio);
+  html += "<h2>GPU allocation rate</h2>" + FillChart("GPU allocation (%) vs arrived demand", "allocated GPU (%)", 0, 100, alloc_curves, pub_alloc);
+  html += FillChart("GPU allocation (%), zoomed on the saturation region", "allocated GPU (%)", 80, 100, alloc_curves, pub_alloc, 80);
+  html += "<h2>Fragmented GPU capacity</h2>" + FillChart("Fragmented GPU (% of cluster GPUs)", "fragmented GPU (%)", 0, 20, frag_curves, pub_frag);
+  html += "<h2>Fragmentation ratio</h2>" + FillChart("Fragmented share of idle GPU (%)", "frag / idle (%)", 0, 100, ratio_curves, pub_ratio);
   html += "<p class=note>Generated by <code>tidal sim fill</code>. Machine-readable figures: report.json and the analysis_*_discrete.csv files.</p></body></html>\n";
   std::ofstream f(fs::path(dir) / "report.html");
   f << html;

@@ -1,5 +1,7 @@
 #include "sim/queue_sim.h"
 
+#include "sim/queue_report.h"
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -277,7 +279,7 @@ Status WriteQueueSimOutputs(const QueueSimResult& r, const std::string& dir) {
     }
   }
   if (!out) return MakeError(ErrorCode::kIo, "writing '{}' failed (disk full?)", path);
-  return Ok();
+  return WriteQueueReportHtml(r, dir + "/report.html");
 }
 
 }  // namespace tidal::sim
