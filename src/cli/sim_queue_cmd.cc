@@ -158,7 +158,7 @@ int RunQueueCommand(const QueueArgs& a) {
     fmt::print("{}\n", sim::QueueSimJson(*r).dump(2));
   } else {
     PrintSummary(*r);
-    if (!a.out.empty()) fmt::print("wrote {}/summary.json and {}/jobs.csv\n", a.out, a.out);
+    if (!a.out.empty()) fmt::print("wrote {0}/summary.json, {0}/jobs.csv and {0}/report.html\n", a.out);
   }
   return 0;
 }
@@ -185,7 +185,7 @@ void RegisterSimQueueCommand(CLI::App& sim) {
   q->add_flag("--single-node-if-fits", args->single_node_if_fits,
               "a gang that fits on one node must run on one node (Philly's locality rule); larger gangs span");
   q->add_flag("--json", args->json, "print the metrics as JSON");
-  q->add_option("--out", args->out, "also write summary.json and jobs.csv (one row per job) here");
+  q->add_option("--out", args->out, "also write summary.json, jobs.csv (one row per job) and report.html here");
   q->callback([args] { SetExitCode(RunQueueCommand(*args)); });
 }
 
