@@ -1,5 +1,7 @@
 #include "workload/traces/openb.h"
 
+#include <unordered_map>
+
 #include "common/csv.h"
 
 namespace tidal::traces {
@@ -40,10 +42,15 @@ Result<std::vector<NodeSpec>> ReadOpenbNodes(const std::string& path, OpenbNodeO
   TIDAL_ASSIGN_OR_RETURN(size_t c_model, table.RequireColumn("model"));
   std::vector<NodeSpec> nodes;
   nodes.reserve(table.rows().size());
+  std::unordered_map<std::string, int> seen;  // name -> line
   for (const CsvRow& row : table.rows()) {
     NodeSpec n;
     TIDAL_ASSIGN_OR_RETURN(std::string_view sn, row.Str(c_sn));
     if (sn.empty()) return MakeError(ErrorCode::kParse, "{}: empty node name", row.Where(c_sn));
+    if (auto [it, fresh] = seen.emplace(std::string(sn), row.line()); !fresh) {
+      return MakeError(ErrorCode::kParse, "{}: node '{}' is listed twice (first at line {}); node names must be unique",
+                       row.Where(c_sn), sn, it->second);
+    }
     n.name = std::string(sn);
     TIDAL_ASSIGN_OR_RETURN(n.cpu_milli, row.Int(c_cpu, 0, kMaxCpuMilli));
     TIDAL_ASSIGN_OR_RETURN(n.memory_mib, row.Int(c_mem, 0, kMaxMemoryMib));
@@ -84,12 +91,17 @@ Result<std::vector<Job>> ReadOpenbPods(const std::string& path) {
 
   std::vector<Job> pods;
   pods.reserve(table.rows().size());
+  std::unordered_map<std::string, int> seen;  // name -> line
   for (const CsvRow& row : table.rows()) {
     Job j;
     j.id = static_cast<JobId>(pods.size());
     j.source = fmt::format("{}:{}", path, row.line());
     TIDAL_ASSIGN_OR_RETURN(std::string_view name, row.Str(c_name));
     if (name.empty()) return MakeError(ErrorCode::kParse, "{}: empty pod name", row.Where(c_name));
+    if (auto [it, fresh] = seen.emplace(std::string(name), row.line()); !fresh) {
+      return MakeError(ErrorCode::kParse, "{}: pod '{}' is listed twice (first at line {}); pod names must be unique",
+                       row.Where(c_name), name, it->second);
+    }
     j.name = std::string(name);
     TIDAL_ASSIGN_OR_RETURN(j.cpu_milli, row.Int(c_cpu, 0, kMaxCpuMilli));
     TIDAL_ASSIGN_OR_RETURN(j.memory_mib, row.Int(c_mem, 0, kMaxMemoryMib));

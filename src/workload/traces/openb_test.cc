@@ -85,6 +85,7 @@ TEST(OpenbReaderTest, BadPodRowsGiveLocatedErrors) {
       {"time_order", "p0,1000,10,1,500,,LS,Running,10,5,10\n", "deleted (5) before it is created (10)"},
       {"cpu_with_spec", "p0,1000,10,0,0,T4,LS,Running,0,5,0\n", "CPU-only pod 'p0' names GPU models"},
       {"empty_name", ",1000,10,1,500,,LS,Running,0,5,0\n", "empty pod name"},
+      {"duplicate", "p0,1000,10,1,500,,LS,Running,0,5,0\np0,1000,10,1,500,,LS,Running,0,5,0\n", ":3: column 'name': pod 'p0' is listed twice (first at line 2)"},
   };
   for (const auto& c : cases) {
     auto r = ReadOpenbPods(WriteTemp(c.what, header + c.text));
@@ -110,6 +111,9 @@ TEST(OpenbReaderTest, BadNodeRowsGiveLocatedErrors) {
   auto no_model = ReadOpenbNodes(WriteTemp("node_nomodel", header + "n0,1000,10,2,\n"));
   ASSERT_FALSE(no_model.has_value());
   EXPECT_NE(no_model.error().message.find(":2: column 'model'"), std::string::npos);
+  auto dup = ReadOpenbNodes(WriteTemp("node_dup", header + "n0,1000,10,0,\nn0,1000,10,0,\n"));
+  ASSERT_FALSE(dup.has_value());
+  EXPECT_NE(dup.error().message.find("listed twice (first at line 2)"), std::string::npos) << dup.error().message;
   auto neg = ReadOpenbNodes(WriteTemp("node_neg", header + "n0,-1,10,0,\n"));
   ASSERT_FALSE(neg.has_value());
   auto cpu_only = ReadOpenbNodes(WriteTemp("node_cpu", header + "n0,1000,10,0,\n"), {.gpu_nodes_only = true});
