@@ -1,8 +1,14 @@
 #include "cluster/cluster_state.h"
 
+#include <atomic>
 #include <limits>
 
 namespace tidal {
+
+uint64_t StateInstanceId::Next() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 GpuModelId GpuModelRegistry::Intern(std::string_view name) {
   if (auto it = ids_.find(std::string(name)); it != ids_.end()) return it->second;

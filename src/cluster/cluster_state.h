@@ -71,6 +71,26 @@ struct Placement {
   int64_t TotalGpuMilli() const;
 };
 
+// Identifies one ClusterState object for caches keyed by node version: a copy
+// (e.g. a what-if for preemption) gets a fresh id, so versions of the copy and
+// of the original are never confused. A move keeps the id.
+class StateInstanceId {
+ public:
+  StateInstanceId() : value_(Next()) {}
+  StateInstanceId(const StateInstanceId&) : value_(Next()) {}
+  StateInstanceId& operator=(const StateInstanceId&) {
+    value_ = Next();
+    return *this;
+  }
+  StateInstanceId(StateInstanceId&&) noexcept = default;
+  StateInstanceId& operator=(StateInstanceId&&) noexcept = default;
+  uint64_t value() const { return value_; }
+
+ private:
+  static uint64_t Next();
+  uint64_t value_;
+};
+
 class ClusterState {
  public:
   ClusterState() = default;
@@ -99,6 +119,8 @@ class ClusterState {
   int32_t free_whole_gpus(NodeId n) const { return free_whole_[n]; }
   int64_t gpu_milli_free(NodeId n) const { return gpu_milli_free_[n]; }
   uint64_t version(NodeId n) const { return version_[n]; }
+  // Which object this is; with version(n), a cache key that survives copies.
+  uint64_t instance_id() const { return instance_.value(); }
 
   int64_t total_gpus() const { return total_gpus_; }
   int64_t total_gpu_milli() const { return total_gpus_ * kMilliPerGpu; }
@@ -140,6 +162,7 @@ class ClusterState {
   int64_t total_cpu_ = 0;
   int64_t total_gpu_milli_free_ = 0;
   std::unordered_map<JobId, Placement> allocations_;
+  StateInstanceId instance_;
 };
 
 }  // namespace tidal

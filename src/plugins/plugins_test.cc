@@ -135,6 +135,30 @@ TEST(FgdTest, ScoreIsSigmoidOfFragmentationDecrease) {
   EXPECT_EQ(a->gpus, std::vector<int32_t>{1});
 }
 
+TEST(FgdTest, CachesNeverLeakBetweenClusterCopies) {
+  Fixture f;
+  TypicalPod t;
+  t.cpu_milli = 1000;
+  t.gpu_milli = 600;
+  t.num_gpu = 1;
+  t.popularity = 1.0;
+  FgdScore s(std::make_shared<FragmentationModel>(std::vector<TypicalPod>{t}));
+  const auto pod = f.Req(f.MakeJob(1000, 1, 500));
+  const int64_t fresh = s.Score(f.Ctx(), pod, 0);
+  // A what-if copy where node a already has a half-used GPU: same node
+  // version history, different state — its score must be recomputed.
+  ClusterState copy = f.cluster;
+  ASSERT_TRUE(copy.Bind(100, {{{0, 0, 0, {1}, {500}}}}).has_value());
+  ASSERT_TRUE(f.cluster.Bind(101, {{{0, 0, 0, {0}, {100}}}}).has_value());
+  ASSERT_EQ(copy.version(0), f.cluster.version(0));
+  CycleContext copy_ctx{copy, f.rng};
+  const int64_t original = s.Score(f.Ctx(), pod, 0);  // cached at the version both now share
+  EXPECT_EQ(s.Score(copy_ctx, pod, 0), static_cast<int64_t>(100.0 / (1.0 + std::exp(-0.5))));
+  EXPECT_NE(original, s.Score(copy_ctx, pod, 0));
+  EXPECT_EQ(original, s.Score(f.Ctx(), pod, 0));
+  EXPECT_NE(fresh, s.Score(copy_ctx, pod, 0));
+}
+
 TEST(FrameworkTest, TiesGoToTheLowestRankOrAtRandom) {
   Fixture f;
   Profile p;

@@ -151,6 +151,8 @@ Result<FillResult> RunFill(const std::vector<NodeSpec>& nodes, const std::vector
                          idle > 0 ? RoundHalfEven(100.0 * frag_total / idle, 2) : 0.0});
   }
   BucketCurves(r);
+  for (const PluginTiming& t : scheduler.framework().Timings())
+    r.plugin_seconds.emplace_back(t.name, std::chrono::duration<double>(t.total).count());
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

@@ -53,6 +53,9 @@ struct FillResult {
   Curve frag_ratio_pct;  // fragmented share of idle GPU (%), analysis_frag_ratio_discrete
   Curve frag_pct;        // fragmented GPU as % of cluster GPUs, analysis_frag_discrete
   double seconds = 0;    // wall time of the replay
+  // Time spent in each plugin over the run (filters are charged to the first
+  // filter), so a slow policy shows where its time goes.
+  std::vector<std::pair<std::string, double>> plugin_seconds;
 };
 
 // The arrival sequence for one seed: trace pods shuffled, then the top-up.

@@ -193,7 +193,13 @@ Status WriteFillOutputs(const std::string& dir, const FillReportInput& in) {
                        {"alloc_pct_130", r->alloc_pct[130] ? nlohmann::json(*r->alloc_pct[130]) : nlohmann::json(nullptr)},
                        {"seconds", RoundHalfEven(r->seconds, 4)}});
     }
+    std::map<std::string, double> plugin_seconds;
+    for (const FillResult* r : runs)
+      for (const auto& [name, s] : r->plugin_seconds) plugin_seconds[name] += s / static_cast<double>(runs.size());
+    nlohmann::json plugins = nlohmann::json::object();
+    for (const auto& [name, s] : plugin_seconds) plugins[name] = RoundHalfEven(s, 4);
     nlohmann::json p{{"label", label},
+                     {"mean_plugin_seconds_per_run", plugins},
                      {"policy", runs.front()->policy},
                      {"runs", runs.size()},
                      {"mean_seconds_per_run", RoundHalfEven(secs / static_cast<double>(runs.size()), 4)},

@@ -13,7 +13,16 @@ int64_t ScoreOf(double before, double after) {
 }
 }  // namespace
 
+void FgdScore::BindTo(const ClusterState& c) {
+  if (cluster_instance_ == c.instance_id()) return;
+  cluster_instance_ = c.instance_id();
+  by_shape_.clear();
+  cached_version_.clear();
+  cached_frag_.clear();
+}
+
 double FgdScore::CurrentFrag(const ClusterState& c, NodeId n) {
+  BindTo(c);
   const auto i = static_cast<size_t>(n);
   if (cached_version_.size() <= i) {
     cached_version_.resize(static_cast<size_t>(c.num_nodes()), UINT64_MAX);
@@ -68,14 +77,31 @@ FgdScore::Choice FgdScore::Evaluate(const ClusterState& c, const PodRequest& pod
   return best;
 }
 
+const FgdScore::Choice& FgdScore::Cached(const ClusterState& c, const PodRequest& pod, NodeId n) {
+  // The choice depends on the node's free state and the pod's CPU and GPU
+  // shape only (model constraints and memory are the filters' business).
+  BindTo(c);
+  ShapeCache& sc = by_shape_[{pod.cpu_milli(), pod.gpu_milli(), pod.num_gpu()}];
+  const auto i = static_cast<size_t>(n);
+  if (sc.version.size() != static_cast<size_t>(c.num_nodes())) {
+    sc.version.assign(static_cast<size_t>(c.num_nodes()), UINT64_MAX);
+    sc.choice.assign(static_cast<size_t>(c.num_nodes()), Choice{});
+  }
+  if (sc.version[i] != c.version(n)) {
+    sc.choice[i] = Evaluate(c, pod, n);
+    sc.version[i] = c.version(n);
+  }
+  return sc.choice[i];
+}
+
 int64_t FgdScore::Score(const CycleContext& ctx, const PodRequest& pod, NodeId n) {
-  return Evaluate(ctx.cluster, pod, n).score;
+  return Cached(ctx.cluster, pod, n).score;
 }
 
 std::optional<NodeAssignment> FgdScore::SelectDevices(const CycleContext& ctx, const PodRequest& pod,
                                                       NodeId n) {
   if (!pod.IsGpuSharing()) return devices::SelectBestFit(ctx.cluster, pod, n);
-  const Choice c = Evaluate(ctx.cluster, pod, n);
+  const Choice c = Cached(ctx.cluster, pod, n);
   if (c.device < 0) return std::nullopt;
   return devices::MakeAssignment(n, pod, std::span<const int32_t>(&c.device, 1));
 }

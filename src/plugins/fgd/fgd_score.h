@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "framework/fragmentation.h"
@@ -27,9 +28,33 @@ class FgdScore final : public ScorePlugin, public DeviceSelectPlugin {
     int32_t device = -1;  // for sharing pods
   };
   Choice Evaluate(const ClusterState& c, const PodRequest& pod, NodeId n);
+  // Evaluate, cached per request shape and node version: pods of one shape
+  // recur constantly and between two of them only a few nodes change.
+  const Choice& Cached(const ClusterState& c, const PodRequest& pod, NodeId n);
   double CurrentFrag(const ClusterState& c, NodeId n);
 
+  struct ShapeKey {
+    int64_t cpu_milli;
+    int32_t gpu_milli;
+    int32_t num_gpu;
+    bool operator==(const ShapeKey&) const = default;
+  };
+  struct ShapeKeyHash {
+    size_t operator()(const ShapeKey& k) const {
+      return std::hash<int64_t>()(k.cpu_milli * 1000003 + k.gpu_milli * 131 + k.num_gpu);
+    }
+  };
+  struct ShapeCache {
+    std::vector<uint64_t> version;  // node version the choice was computed at (UINT64_MAX: never)
+    std::vector<Choice> choice;
+  };
+
+  // Drops every cache when asked about a different ClusterState object.
+  void BindTo(const ClusterState& c);
+
   std::shared_ptr<FragmentationModel> model_;
+  uint64_t cluster_instance_ = 0;
+  std::unordered_map<ShapeKey, ShapeCache, ShapeKeyHash> by_shape_;
   std::vector<uint64_t> cached_version_;
   std::vector<double> cached_frag_;
 };
