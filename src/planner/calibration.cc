@@ -7,15 +7,10 @@
 #include <regex>
 
 #include "common/csv.h"
+#include "common/strings.h"
 
 namespace tidal::planner {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out;
-  for (char c : s) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return out;
-}
 
 bool Has(const std::string& hay, std::string_view needle) { return hay.find(needle) != std::string::npos; }
 
@@ -74,7 +69,7 @@ Result<std::optional<double>> OptDouble(const CsvRow& r, size_t col, double min,
 }
 
 Split SplitOf(const std::string& source) {
-  const std::string s = Lower(source);
+  const std::string s = AsciiLower(source);
   const bool calibration = Has(s, "performance_summary.md@8e3d65dcfe") || Has(s, "2104.04473 tab1") ||
                            Has(s, "training speed and scalability' + images/model_table.png");
   const bool strong_scaling_text = Has(s, "strong scaling text");
@@ -94,8 +89,8 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
   k.model = model;
   k.gpu_type = gpu_type;
   k.split = SplitOf(k.source);
-  const std::string notes = Lower(notes_raw);
-  const std::string src = Lower(source);
+  const std::string notes = AsciiLower(notes_raw);
+  const std::string src = AsciiLower(source);
 
   TIDAL_ASSIGN_OR_RETURN(auto gpus, OptInt(r, c.gpus, 1, 10'000'000));
   TIDAL_ASSIGN_OR_RETURN(auto layers, OptInt(r, c.layers, 1, 100000));
@@ -241,7 +236,7 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
   k.convention = conv;
 
   // Recomputation and sequence parallelism.
-  const std::string rc = Lower(recompute_raw);
+  const std::string rc = AsciiLower(recompute_raw);
   if (Has(rc, "microbatch-level")) return std::string("micro-batch-level recomputation is not modelled");
   if (rc.starts_with("full")) {
     s.recompute = Recompute::kFull;

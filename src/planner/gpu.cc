@@ -2,16 +2,9 @@
 
 #include <cctype>
 
+#include "common/strings.h"
+
 namespace tidal::planner {
-namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out;
-  for (char c : s) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return out;
-}
-
-}  // namespace
 
 std::string_view PrecisionName(Precision p) {
   switch (p) {
@@ -23,7 +16,7 @@ std::string_view PrecisionName(Precision p) {
 }
 
 Result<Precision> ParsePrecision(std::string_view s) {
-  const std::string l = Lower(s);
+  const std::string l = AsciiLower(s);
   if (l == "bf16" || l == "bfloat16") return Precision::kBf16;
   if (l == "fp16" || l == "float16" || l == "half") return Precision::kFp16;
   if (l == "fp8") return Precision::kFp8;
@@ -56,7 +49,7 @@ const std::vector<GpuSpec>& GpuPresets() {
 }
 
 Result<GpuSpec> FindGpu(std::string_view name) {
-  const std::string l = Lower(name);
+  const std::string l = AsciiLower(name);
   auto preset = [](std::string_view n) -> GpuSpec {
     for (const auto& g : GpuPresets()) {
       if (g.name == n) return g;

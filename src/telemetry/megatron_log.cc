@@ -5,15 +5,10 @@
 #include <regex>
 
 #include "common/csv.h"
+#include "common/strings.h"
 
 namespace tidal::telemetry {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out;
-  for (char c : s) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return out;
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -53,11 +48,11 @@ struct Field {
 Field SplitField(std::string_view f) {
   f = Trim(f);
   const size_t colon = f.rfind(": ");
-  if (colon != std::string_view::npos) return {Lower(Trim(f.substr(0, colon))), Trim(f.substr(colon + 2))};
-  if (!f.empty() && f.back() == ':') return {Lower(Trim(f.substr(0, f.size() - 1))), {}};
+  if (colon != std::string_view::npos) return {AsciiLower(Trim(f.substr(0, colon))), Trim(f.substr(colon + 2))};
+  if (!f.empty() && f.back() == ':') return {AsciiLower(Trim(f.substr(0, f.size() - 1))), {}};
   const size_t sp = f.rfind(' ');
-  if (sp != std::string_view::npos) return {Lower(Trim(f.substr(0, sp))), Trim(f.substr(sp + 1))};
-  return {Lower(f), {}};
+  if (sp != std::string_view::npos) return {AsciiLower(Trim(f.substr(0, sp))), Trim(f.substr(sp + 1))};
+  return {AsciiLower(f), {}};
 }
 
 // Digits matched by a regex can still overflow; such a line is noise, not a crash.
