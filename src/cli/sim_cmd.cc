@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "common/log.h"
 #include "plugins/registry.h"
 #include "sim/fill.h"
 #include "sim/fill_report.h"
@@ -97,7 +98,7 @@ int RunFillCommand(const FillArgs& a) {
       published = std::move(*p);
       report.published = &*published;
     } else {
-      fmt::print(stderr, "tidal sim fill: note: published curves not used: {}\n", p.error().message);
+      log::Warn("sim fill: published curves not used: {}", p.error().message);
     }
   }
 
@@ -108,6 +109,10 @@ int RunFillCommand(const FillArgs& a) {
     for (uint64_t seed : *seeds) {
       if (tty) fmt::print(stderr, "\r[{}/{}] {} seed {}   ", done + 1, total, policy, seed);
       auto r = sim::RunFill(*nodes, *pods, {policy, a.tune, seed});
+      if (r) {
+        log::Info("sim fill: {} seed {}: {} arrived, {} placed, {} failed, {:.3f} s", r->label, seed, r->arrived_pods,
+                  r->placed_pods, r->failed_pods, r->seconds);
+      }
       if (!r) {
         if (tty) fmt::print(stderr, "\n");
         return fail(r.error());
