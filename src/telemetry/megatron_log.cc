@@ -16,7 +16,7 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-std::optional<double> ToDouble(std::string_view s) {
+std::optional<double> ParseDoubleOpt(std::string_view s) {
   s = Trim(s);
   if (s.empty()) return std::nullopt;
   // std::from_chars for double does not accept a leading '+'.
@@ -81,7 +81,7 @@ std::optional<long> MegatronLog::ArgInt(const std::string& name) const {
 std::optional<double> MegatronLog::ArgDouble(const std::string& name) const {
   auto it = arguments.find(name);
   if (it == arguments.end()) return std::nullopt;
-  return ToDouble(it->second);
+  return ParseDoubleOpt(it->second);
 }
 
 std::optional<bool> MegatronLog::ArgBool(const std::string& name) const {
@@ -139,7 +139,7 @@ Result<MegatronLog> ParseMegatronLog(std::string_view text, const std::string& s
       for (auto p : parts) {
         if (Trim(p).empty()) continue;
         Field f = SplitField(p);
-        auto v = ToDouble(f.value);
+        auto v = ParseDoubleOpt(f.value);
         if (!v) return bad(f.name, f.value);
         tr.ms[f.name] = *v;
       }
@@ -152,7 +152,7 @@ Result<MegatronLog> ParseMegatronLog(std::string_view text, const std::string& s
       auto iter = ToLong(m[1].str() == "0" ? m[2].str() : m[1].str());
       if (!iter) return bad("step", m[1].str());
       rec.iteration = *iter;
-      rec.samples_per_s = ToDouble(m[3].str());
+      rec.samples_per_s = ParseDoubleOpt(m[3].str());
       log.iterations.push_back(rec);
       continue;
     }
@@ -167,7 +167,7 @@ Result<MegatronLog> ParseMegatronLog(std::string_view text, const std::string& s
         Field f = SplitField(fields[i]);
         auto num = [&]() -> Result<double> {
           // "TFLOPs: 47.23" and "tokens per gpu per second(tgs): 775.250"
-          auto v = ToDouble(f.value);
+          auto v = ParseDoubleOpt(f.value);
           if (!v) return bad(f.name, f.value);
           return *v;
         };
@@ -198,7 +198,7 @@ Result<MegatronLog> ParseMegatronLog(std::string_view text, const std::string& s
       auto iter = ToLong(m[1].str());
       if (!iter) return bad("iteration", m[1].str());
       rec.iteration = *iter;
-      rec.elapsed_s = ToDouble(m[3].str());
+      rec.elapsed_s = ParseDoubleOpt(m[3].str());
       log.iterations.push_back(rec);
     }
   }
