@@ -15,6 +15,7 @@ void RegisterSimCommands(CLI::App& app);
 void RegisterSimQueueCommand(CLI::App& sim);
 void RegisterPlanCommand(CLI::App& app);
 void RegisterMfuCommand(CLI::App& app);
+void RegisterTopoCommands(CLI::App& app);
 
 void SetExitCode(int code);
 int ExitCode();

@@ -1,0 +1,525 @@
+#include "topology/builder.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "topology/hostlist.h"
+
+namespace tidal::topo {
+namespace {
+
+std::string At(const std::string& where) { return where.empty() ? std::string() : where + ": "; }
+
+std::string FirstNames(const std::vector<std::string>& v, size_t n = 5) {
+  std::string out;
+  for (size_t i = 0; i < v.size() && i < n; ++i) out += (i ? ", " : "") + v[i];
+  if (v.size() > n) out += fmt::format(" and {} more", v.size() - n);
+  return out;
+}
+
+}  // namespace
+
+DomainId TopologyBuilder::AddDomain(Level level, std::string name, DomainId parent, std::string where) {
+  Item it;
+  it.d.level = level;
+  it.d.name = std::move(name);
+  it.d.parent = parent;
+  it.where = std::move(where);
+  const auto id = static_cast<DomainId>(nodes_.size());
+  nodes_.push_back(std::move(it));
+  if (parent != kNoDomain) nodes_[static_cast<size_t>(parent)].kids.push_back(id);
+  return id;
+}
+
+DomainId TopologyBuilder::AddHost(std::string name, DomainId parent, HostLayout layout, std::string where) {
+  const DomainId id = AddDomain(Level::kNode, std::move(name), parent, std::move(where));
+  Item& it = nodes_[static_cast<size_t>(id)];
+  it.host = true;
+  it.d.nvlink = layout.nvlink;
+  it.d.link = layout.link;
+  it.d.gpu_model = layout.gpu_model;
+  it.layout = std::move(layout);
+  return id;
+}
+
+Result<Topology> TopologyBuilder::Build() && {
+  Topology t;
+  t.source_ = source_;
+  t.notes_ = std::move(notes_);
+  const std::string& src = source_;
+  std::vector<DomainId> tops;
+  std::unordered_set<std::string> names;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Item& it = nodes_[i];
+    if (it.d.name.empty()) return MakeError(ErrorCode::kParse, "{}{}: a {} domain has no name", At(it.where), src, LevelName(it.d.level));
+    if (!names.insert(it.d.name).second) {
+      return MakeError(ErrorCode::kParse, "{}{}: the name '{}' is used twice; switch, block and host names must be unique",
+                       At(it.where), src, it.d.name);
+    }
+    if (it.d.level == Level::kGpu || it.d.level == Level::kNvlink || it.d.level == Level::kPcie) {
+      return MakeError(ErrorCode::kParse, "{}{}: '{}': {} domains are described inside a host's layout, not on their own",
+                       At(it.where), src, it.d.name, LevelName(it.d.level));
+    }
+    if (it.d.parent == kNoDomain) {
+      tops.push_back(static_cast<DomainId>(i));
+      continue;
+    }
+    const Item& p = nodes_[static_cast<size_t>(it.d.parent)];
+    if (p.host) {
+      return MakeError(ErrorCode::kParse, "{}{}: '{}' is placed inside host '{}'; only GPUs are inside hosts",
+                       At(it.where), src, it.d.name, p.d.name);
+    }
+    if (LevelIndex(p.d.level) <= LevelIndex(it.d.level)) {
+      return MakeError(ErrorCode::kParse,
+                       "{}{}: {} '{}' is under {} '{}'; a parent must be at a higher level (gpu < nvlink < pcie < node < "
+                       "block < leaf < spine < core < zone)",
+                       At(it.where), src, LevelName(it.d.level), it.d.name, LevelName(p.d.level), p.d.name);
+    }
+  }
+  if (tops.empty()) return MakeError(ErrorCode::kParse, "{}: the topology is empty (no hosts or switches)", src);
+  int hosts = 0;
+  for (const Item& it : nodes_) hosts += it.host;
+  if (hosts == 0) return MakeError(ErrorCode::kParse, "{}: the topology has no hosts; name the nodes under the switches", src);
+
+  // Pre-order emission. A synthetic root joins several top-level domains.
+  std::vector<Domain>& out = t.domains_;
+  out.reserve(nodes_.size());
+  std::vector<std::pair<DomainId, DomainId>> stack;  // (item, parent id in out)
+  if (tops.size() > 1) {
+    Level top = Level::kNode;
+    for (DomainId d : tops) top = std::max(top, nodes_[static_cast<size_t>(d)].d.level, [](Level a, Level b) { return LevelIndex(a) < LevelIndex(b); });
+    if (top == Level::kZone) {
+      return MakeError(ErrorCode::kParse, "{}: {} zones have no common parent; a topology has one root", src, tops.size());
+    }
+    Domain root;
+    root.level = kAllLevels[static_cast<size_t>(LevelIndex(top) + 1)];
+    if (root.level == Level::kBlock) root.level = Level::kLeaf;  // a flat set of hosts behind one switch
+    root.name = names.contains("cluster") ? "cluster-root" : "cluster";
+    root.link = DefaultLink(root.level, false);
+    out.push_back(root);
+    for (auto it = tops.rbegin(); it != tops.rend(); ++it) stack.push_back({*it, 0});
+  } else {
+    stack.push_back({tops.front(), kNoDomain});
+  }
+  std::set<std::pair<Level, bool>> defaulted;
+  std::vector<HostLayout> layouts;
+  while (!stack.empty()) {
+    auto [item, parent] = stack.back();
+    stack.pop_back();
+    Item& it = nodes_[static_cast<size_t>(item)];
+    Domain d = it.d;
+    d.parent = parent;
+    if (d.link.gbps <= 0) {
+      const double over = d.link.oversubscription;
+      const int hops = d.link.hops;
+      const double lat = d.link.latency_us;
+      d.link = DefaultLink(d.level, d.nvlink);
+      if (over > 1) d.link.oversubscription = over;
+      if (hops > 0) d.link.hops = hops;
+      if (lat > 0) d.link.latency_us = lat;
+      defaulted.insert({d.level, d.nvlink});
+    }
+    const auto id = static_cast<DomainId>(out.size());
+    out.push_back(d);
+    if (!it.host) {
+      for (auto k = it.kids.rbegin(); k != it.kids.rend(); ++k) stack.push_back({*k, id});
+      continue;
+    }
+    // Expand the host's layout: groups (largest first) nest or are disjoint.
+    HostLayout& L = it.layout;
+    L.nvlink = d.nvlink;
+    L.link = it.d.link;
+    layouts.push_back(L);
+    if (L.gpus < 0) {
+      t.gpus_known_ = false;
+      if (!L.groups.empty()) {
+        return MakeError(ErrorCode::kParse, "{}{}: host '{}' has GPU groups but no GPU count", At(it.where), src, d.name);
+      }
+      continue;
+    }
+    if (L.gpus > 4096) {
+      return MakeError(ErrorCode::kParse, "{}{}: host '{}' has {} GPUs; at most 4096 per host", At(it.where), src, d.name, L.gpus);
+    }
+    std::vector<std::vector<int>> sets;
+    for (const auto& g : L.groups) {
+      std::vector<int> s = g.gpus;
+      std::sort(s.begin(), s.end());
+      if (s.empty() || s.front() < 0 || s.back() >= L.gpus || std::adjacent_find(s.begin(), s.end()) != s.end()) {
+        return MakeError(ErrorCode::kParse, "{}{}: host '{}': group '{}' names GPUs outside 0..{} or twice", At(it.where), src,
+                         d.name, g.name, L.gpus - 1);
+      }
+      sets.push_back(std::move(s));
+    }
+    std::vector<size_t> order(L.groups.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sets[a].size() > sets[b].size(); });
+    // parent group of each group (index into L.groups, -1 host); innermost group of each GPU
+    std::vector<int> gparent(L.groups.size(), -1), gpu_group(static_cast<size_t>(L.gpus), -1);
+    for (size_t oi = 0; oi < order.size(); ++oi) {
+      const size_t g = order[oi];
+      for (size_t oj = 0; oj < oi; ++oj) {
+        const size_t p = order[oj];
+        std::vector<int> inter;
+        std::set_intersection(sets[g].begin(), sets[g].end(), sets[p].begin(), sets[p].end(), std::back_inserter(inter));
+        if (inter.empty()) continue;
+        if (inter.size() != sets[g].size()) {
+          return MakeError(ErrorCode::kParse, "{}{}: host '{}': GPU groups '{}' and '{}' overlap without one holding the other",
+                           At(it.where), src, d.name, L.groups[g].name, L.groups[p].name);
+        }
+        gparent[g] = static_cast<int>(p);  // later (smaller) containing groups override earlier (larger) ones
+      }
+      for (int x : sets[g]) gpu_group[static_cast<size_t>(x)] = static_cast<int>(g);
+    }
+    for (size_t g = 0; g < L.groups.size(); ++g) {
+      const Level parent_level = gparent[g] < 0 ? Level::kNode : L.groups[static_cast<size_t>(gparent[g])].level;
+      if (LevelIndex(L.groups[g].level) >= LevelIndex(parent_level) || L.groups[g].level == Level::kGpu) {
+        return MakeError(ErrorCode::kParse, "{}{}: host '{}': group '{}' ({}) cannot sit inside a {}", At(it.where), src, d.name,
+                         L.groups[g].name, LevelName(L.groups[g].level), LevelName(parent_level));
+      }
+    }
+    // Emit recursively: children of a group/host ordered by their smallest GPU.
+    std::function<void(int, DomainId)> emit = [&](int group, DomainId pid) {
+      struct Kid {
+        int min_gpu;
+        int group;  // -1: a GPU
+        int gpu;
+      };
+      std::vector<Kid> kids;
+      for (size_t g = 0; g < L.groups.size(); ++g)
+        if (gparent[g] == group) kids.push_back({sets[g].front(), static_cast<int>(g), -1});
+      for (int x = 0; x < L.gpus; ++x)
+        if (gpu_group[static_cast<size_t>(x)] == group) kids.push_back({x, -1, x});
+      std::sort(kids.begin(), kids.end(), [](const Kid& a, const Kid& b) { return a.min_gpu < b.min_gpu; });
+      for (const Kid& k : kids) {
+        Domain c;
+        c.parent = pid;
+        if (k.group < 0) {
+          c.level = Level::kGpu;
+          c.local_index = k.gpu;
+          out.push_back(c);
+          continue;
+        }
+        const auto& G = L.groups[static_cast<size_t>(k.group)];
+        c.level = G.level;
+        c.name = d.name + "/" + (G.name.empty() ? fmt::format("{}{}", LevelName(G.level), k.group) : G.name);
+        c.nvlink = G.nvlink;
+        c.link = G.link.gbps > 0 ? G.link : DefaultLink(G.level, G.nvlink);
+        const auto gid = static_cast<DomainId>(out.size());
+        out.push_back(c);
+        emit(k.group, gid);
+      }
+    };
+    emit(-1, id);
+  }
+  t.layouts_ = std::move(layouts);
+  for (const auto& [l, nv] : defaulted) {
+    t.notes_.push_back(fmt::format("{}{} links: the input gives no bandwidth; using tidal's default {} GB/s per GPU", LevelName(l),
+                                   nv ? " (NVLink)" : "", DefaultLink(l, nv).gbps));
+  }
+  t.Index();
+  return t;
+}
+
+Result<Topology> Materialize(const Topology& t, const std::vector<NodeGpus>& nodes, const HostLayout& host_default) {
+  std::unordered_map<std::string, const NodeGpus*> by_name;
+  for (const NodeGpus& n : nodes) by_name.emplace(n.name, &n);
+  std::vector<std::string> missing_nodes, missing_hosts;
+  for (int32_t h = 0; h < t.num_hosts(); ++h)
+    if (!by_name.contains(t.domain(t.host(h)).name)) missing_nodes.push_back(t.domain(t.host(h)).name);
+  for (const NodeGpus& n : nodes)
+    if (!t.FindHost(n.name)) missing_hosts.push_back(n.name);
+  if (!missing_nodes.empty() || !missing_hosts.empty()) {
+    std::string msg = fmt::format("{}: the topology and the node list name different hosts", t.source());
+    if (!missing_hosts.empty()) msg += fmt::format("; {} node(s) are not in the topology: {}", missing_hosts.size(), FirstNames(missing_hosts));
+    if (!missing_nodes.empty()) msg += fmt::format("; {} topology host(s) are not in the node list: {}", missing_nodes.size(), FirstNames(missing_nodes));
+    msg += "; node names must match exactly";
+    return std::unexpected(Error{ErrorCode::kInvalidArgument, msg});
+  }
+  TopologyBuilder b(t.source());
+  for (const auto& n : t.notes()) b.AddNote(n);
+  std::vector<DomainId> map(static_cast<size_t>(t.num_domains()), kNoDomain);
+  for (DomainId d = 0; d < t.num_domains(); ++d) {
+    const Domain& x = t.domain(d);
+    if (LevelIndex(x.level) < LevelIndex(Level::kNode)) continue;
+    const DomainId p = x.parent == kNoDomain ? kNoDomain : map[static_cast<size_t>(x.parent)];
+    if (x.level != Level::kNode) {
+      map[static_cast<size_t>(d)] = b.AddDomain(x.level, x.name, p);
+      b.mutable_domain(map[static_cast<size_t>(d)]) = x;
+      b.mutable_domain(map[static_cast<size_t>(d)]).parent = p;
+      continue;
+    }
+    const int32_t h = t.host_index(d);
+    HostLayout L = t.layout(h);
+    const NodeGpus& n = *by_name.at(x.name);
+    if (L.gpus >= 0 && L.gpus != n.gpus) {
+      return MakeError(ErrorCode::kInvalidArgument, "{}: host '{}' has {} GPUs in the topology but {} in the node list", t.source(),
+                       x.name, L.gpus, n.gpus);
+    }
+    if (L.gpus < 0) {
+      const LinkSpec keep = L.link;
+      const bool keep_nv = L.nvlink;
+      L = host_default;
+      L.gpus = n.gpus;
+      if (keep.gbps > 0) L.link = keep;
+      L.nvlink = L.nvlink || keep_nv;
+      std::erase_if(L.groups, [&](const HostLayout::Group& g) {
+        return std::any_of(g.gpus.begin(), g.gpus.end(), [&](int i) { return i >= n.gpus; });
+      });
+    }
+    if (L.gpu_model.empty()) L.gpu_model = n.gpu_model;
+    map[static_cast<size_t>(d)] = b.AddHost(x.name, p, L);
+  }
+  return std::move(b).Build();
+}
+
+// ---------------------------------------------------------------------------
+
+Status FabricGraph::AddSwitch(const std::string& name, std::optional<Level> level, const std::string& where, LinkSpec link,
+                              bool nvlink) {
+  if (name.empty()) return MakeError(ErrorCode::kParse, "{}a switch has an empty name", At(where));
+  if (auto it = switches_.find(name); it != switches_.end()) {
+    return MakeError(ErrorCode::kParse, "{}switch '{}' is declared twice (first at {}); names must be unique", At(where), name,
+                     it->second.where);
+  }
+  if (auto it = hosts_.find(name); it != hosts_.end()) {
+    return MakeError(ErrorCode::kParse, "{}'{}' is both a switch and a host (host at {})", At(where), name, it->second.where);
+  }
+  switches_.emplace(name, Switch{level, where, link, nvlink, next_order_++});
+  return Ok();
+}
+
+Status FabricGraph::AddHost(const std::string& name, const std::string& where, HostLayout layout) {
+  if (name.empty()) return MakeError(ErrorCode::kParse, "{}a host has an empty name", At(where));
+  if (auto it = switches_.find(name); it != switches_.end()) {
+    return MakeError(ErrorCode::kParse, "{}'{}' is both a host and a switch (switch at {})", At(where), name, it->second.where);
+  }
+  auto [it, inserted] = hosts_.emplace(name, Host{where, layout, next_order_});
+  if (inserted) {
+    ++next_order_;
+    return Ok();
+  }
+  if (it->second.layout.gpus < 0) {
+    it->second.layout = std::move(layout);
+  } else if (layout.gpus >= 0 && !(it->second.layout == layout)) {
+    return MakeError(ErrorCode::kParse, "{}host '{}' is described twice, differently (first at {})", At(where), name,
+                     it->second.where);
+  }
+  return Ok();
+}
+
+void FabricGraph::Connect(const std::string& parent, const std::string& child, const std::string& where) {
+  edges_.push_back({parent, child, where});
+}
+
+Result<Topology> FabricGraph::Build(const Options& options) && {
+  // Items: switches then hosts, each with an index; edges resolved to indices.
+  std::vector<std::string> name;
+  std::vector<bool> is_host;
+  std::vector<size_t> order;
+  std::unordered_map<std::string, int> index;
+  for (const auto& [n, s] : switches_) {
+    index[n] = static_cast<int>(name.size());
+    name.push_back(n);
+    is_host.push_back(false);
+    order.push_back(s.order);
+  }
+  for (const auto& [n, h] : hosts_) {
+    index[n] = static_cast<int>(name.size());
+    name.push_back(n);
+    is_host.push_back(true);
+    order.push_back(h.order);
+  }
+  const size_t n_items = name.size();
+  auto where_of = [&](int i) -> const std::string& {
+    return is_host[static_cast<size_t>(i)] ? hosts_.at(name[static_cast<size_t>(i)]).where : switches_.at(name[static_cast<size_t>(i)]).where;
+  };
+  std::vector<std::vector<int>> kids(n_items), parents(n_items);
+  std::vector<std::vector<std::string>> parent_where(n_items);
+  std::set<std::pair<int, int>> seen;
+  for (const Edge& e : edges_) {
+    auto p = index.find(e.parent);
+    if (p == index.end() || is_host[static_cast<size_t>(p->second)]) {
+      return MakeError(ErrorCode::kParse, "{}'{}' is used as a switch but is not declared as one", At(e.where), e.parent);
+    }
+    auto c = index.find(e.child);
+    if (c == index.end()) {
+      return MakeError(ErrorCode::kParse, "{}switch '{}' names '{}', which is not declared anywhere (unknown switch or host)",
+                       At(e.where), e.parent, e.child);
+    }
+    if (p->second == c->second) {
+      return MakeError(ErrorCode::kParse, "{}switch '{}' lists itself as its child (a cycle)", At(e.where), e.parent);
+    }
+    if (!seen.insert({p->second, c->second}).second) continue;  // parallel links: one edge in the tree
+    kids[static_cast<size_t>(p->second)].push_back(c->second);
+    parents[static_cast<size_t>(c->second)].push_back(p->second);
+    parent_where[static_cast<size_t>(c->second)].push_back(e.where);
+  }
+  // Cycles (switch to switch edges only; hosts have no children).
+  {
+    std::vector<int> color(n_items, 0), stack_path;
+    std::string cycle;
+    std::function<bool(int)> dfs = [&](int u) {
+      color[static_cast<size_t>(u)] = 1;
+      stack_path.push_back(u);
+      for (int v : kids[static_cast<size_t>(u)]) {
+        if (color[static_cast<size_t>(v)] == 1) {
+          auto it = std::find(stack_path.begin(), stack_path.end(), v);
+          for (; it != stack_path.end(); ++it) cycle += name[static_cast<size_t>(*it)] + " -> ";
+          cycle += name[static_cast<size_t>(v)];
+          return true;
+        }
+        if (color[static_cast<size_t>(v)] == 0 && dfs(v)) return true;
+      }
+      stack_path.pop_back();
+      color[static_cast<size_t>(u)] = 2;
+      return false;
+    };
+    for (size_t i = 0; i < n_items; ++i) {
+      if (color[i] == 0 && dfs(static_cast<int>(i))) {
+        return MakeError(ErrorCode::kParse, "{}: the switches form a cycle ({}, see {}); a fabric description must be a tree or a Clos",
+                         source_, cycle, where_of(stack_path.back()));
+      }
+    }
+  }
+  // Height above hosts, bottom-up.
+  std::vector<int> height(n_items, -1);
+  std::function<int(int)> h_of = [&](int u) -> int {
+    int& h = height[static_cast<size_t>(u)];
+    if (h >= 0) return h;
+    h = 0;
+    if (!is_host[static_cast<size_t>(u)]) {
+      int m = 0;
+      for (int v : kids[static_cast<size_t>(u)]) m = std::max(m, h_of(v) + 1);
+      h = std::max(1, m);
+    }
+    return h;
+  };
+  int max_h = 0;
+  for (size_t i = 0; i < n_items; ++i) max_h = std::max(max_h, h_of(static_cast<int>(i)));
+  // Merge parallel switches bottom-up: group[i] is the merged id of item i.
+  std::vector<int> group(n_items);
+  for (size_t i = 0; i < n_items; ++i) group[i] = static_cast<int>(i);
+  std::vector<std::vector<int>> members(n_items);
+  for (size_t i = 0; i < n_items; ++i) members[i] = {static_cast<int>(i)};
+  if (options.merge_parallel) {
+    for (int h = 1; h <= max_h; ++h) {
+      std::map<std::pair<std::vector<int>, int>, int> by_kids;  // (merged children, level) -> representative
+      std::vector<int> items;
+      for (size_t i = 0; i < n_items; ++i)
+        if (!is_host[i] && height[i] == h) items.push_back(static_cast<int>(i));
+      std::sort(items.begin(), items.end(), [&](int a, int b) { return order[static_cast<size_t>(a)] < order[static_cast<size_t>(b)]; });
+      for (int i : items) {
+        std::vector<int> k;
+        for (int v : kids[static_cast<size_t>(i)]) k.push_back(group[static_cast<size_t>(v)]);
+        std::sort(k.begin(), k.end());
+        k.erase(std::unique(k.begin(), k.end()), k.end());
+        if (k.empty()) continue;
+        const auto& sw = switches_.at(name[static_cast<size_t>(i)]);
+        const int lvl = sw.level ? LevelIndex(*sw.level) : -1;
+        auto [it, inserted] = by_kids.emplace(std::make_pair(k, lvl), i);
+        if (!inserted) {
+          group[static_cast<size_t>(i)] = it->second;
+          members[static_cast<size_t>(it->second)].push_back(i);
+          members[static_cast<size_t>(i)].clear();
+        }
+      }
+    }
+  }
+  // Merged parents of each merged item: at most one.
+  std::vector<int> gparent(n_items, -1);
+  for (size_t i = 0; i < n_items; ++i) {
+    if (group[i] != static_cast<int>(i)) continue;
+    std::vector<std::pair<int, std::string>> ps;
+    for (int m : members[i]) {
+      for (size_t k = 0; k < parents[static_cast<size_t>(m)].size(); ++k) {
+        const int pg = group[static_cast<size_t>(parents[static_cast<size_t>(m)][k])];
+        if (std::none_of(ps.begin(), ps.end(), [&](const auto& x) { return x.first == pg; }))
+          ps.push_back({pg, parent_where[static_cast<size_t>(m)][k]});
+      }
+    }
+    if (ps.size() > 1) {
+      auto label = [&](int g) {
+        std::vector<std::string> ns;
+        for (int m : members[static_cast<size_t>(g)]) ns.push_back(name[static_cast<size_t>(m)]);
+        return CompressHostlist(ns);
+      };
+      return MakeError(ErrorCode::kParse,
+                       "{}{} '{}' is under both '{}' ({}) and '{}' ({}); tidal models the fabric as a tree, so each host and "
+                       "switch needs one parent (or parents with identical children, which are merged as parallel switches)",
+                       At(ps[1].second), is_host[i] ? "host" : "switch", label(static_cast<int>(i)), label(ps[0].first),
+                       ps[0].second, label(ps[1].first), ps[1].second);
+    }
+    if (!ps.empty()) gparent[i] = ps[0].first;
+  }
+  // Levels: explicit, else the next level above the highest child.
+  std::vector<int> level(n_items, -1);
+  std::function<Result<int>(int)> level_of = [&](int u) -> Result<int> {
+    int& l = level[static_cast<size_t>(u)];
+    if (l >= 0) return l;
+    if (is_host[static_cast<size_t>(u)]) return l = LevelIndex(Level::kNode);
+    const auto& sw = switches_.at(name[static_cast<size_t>(u)]);
+    int need = LevelIndex(Level::kNode);
+    for (int m : members[static_cast<size_t>(u)])
+      for (int v : kids[static_cast<size_t>(m)]) {
+        TIDAL_ASSIGN_OR_RETURN(int cl, level_of(group[static_cast<size_t>(v)]));
+        need = std::max(need, cl);
+      }
+    if (sw.level) return l = LevelIndex(*sw.level);
+    int next = need + 1;
+    if (next == LevelIndex(Level::kBlock)) next = LevelIndex(Level::kLeaf);
+    if (next >= kNumLevels) {
+      return MakeError(ErrorCode::kParse, "{}switch '{}' sits more than four switch tiers above the hosts; tidal models leaf, spine, core and zone",
+                       At(sw.where), name[static_cast<size_t>(u)]);
+    }
+    return l = next;
+  };
+  // Emit through a TopologyBuilder, in declaration order.
+  TopologyBuilder b(source_);
+  for (auto& n : notes_) b.AddNote(std::move(n));
+  std::vector<std::vector<int>> gkids(n_items);
+  std::vector<int> roots;
+  for (size_t i = 0; i < n_items; ++i) {
+    if (group[i] != static_cast<int>(i)) continue;
+    if (gparent[i] < 0) roots.push_back(static_cast<int>(i));
+    else gkids[static_cast<size_t>(gparent[i])].push_back(static_cast<int>(i));
+  }
+  auto by_order = [&](int a, int c) { return order[static_cast<size_t>(a)] < order[static_cast<size_t>(c)]; };
+  std::sort(roots.begin(), roots.end(), by_order);
+  for (auto& k : gkids) std::sort(k.begin(), k.end(), by_order);
+  int lonely_hosts = 0;
+  for (int r : roots) lonely_hosts += is_host[static_cast<size_t>(r)] && !switches_.empty();
+  if (lonely_hosts > 0) {
+    b.AddNote(fmt::format("{} host(s) are connected to no switch; they sit directly under the root", lonely_hosts));
+  }
+  std::function<Status(int, DomainId)> emit = [&](int u, DomainId parent) -> Status {
+    const std::string& n = name[static_cast<size_t>(u)];
+    if (is_host[static_cast<size_t>(u)]) {
+      const Host& h = hosts_.at(n);
+      b.AddHost(n, parent, h.layout, h.where);
+      return Ok();
+    }
+    TIDAL_ASSIGN_OR_RETURN(int l, level_of(u));
+    const Switch& sw = switches_.at(n);
+    std::vector<std::string> ns;
+    for (int m : members[static_cast<size_t>(u)]) ns.push_back(name[static_cast<size_t>(m)]);
+    const DomainId id = b.AddDomain(kAllLevels[static_cast<size_t>(l)], ns.size() > 1 ? CompressHostlist(ns) : n, parent, sw.where);
+    Domain& d = b.mutable_domain(id);
+    d.link = sw.link;
+    d.nvlink = sw.nvlink;
+    d.switches = static_cast<int>(ns.size());
+    bool over_hosts = !gkids[static_cast<size_t>(u)].empty();
+    for (int k : gkids[static_cast<size_t>(u)]) over_hosts = over_hosts && is_host[static_cast<size_t>(k)];
+    if (over_hosts && ns.size() > 1) d.rails = static_cast<int>(ns.size());
+    for (int k : gkids[static_cast<size_t>(u)]) TIDAL_RETURN_IF_ERROR(emit(k, id));
+    return Ok();
+  };
+  for (int r : roots) TIDAL_RETURN_IF_ERROR(emit(r, kNoDomain));
+  return std::move(b).Build();
+}
+
+}  // namespace tidal::topo
