@@ -21,6 +21,8 @@
 #include "plugins/registry.h"
 #include "scheduler/queue.h"
 #include "sim/queue_sim.h"
+#include "sim/workload_model.h"
+#include "topology/formats.h"
 #include "workload/traces/openb.h"
 #include "workload/traces/philly.h"
 
@@ -29,8 +31,11 @@ namespace {
 
 struct QueueArgs {
   std::string nodes, jobs, format = "auto", policy = "bestfit", queue = "fifo-backfill", out;
+  std::string topology, topology_format = "auto", workload_model;
   uint64_t seed = 42;
   int64_t limit = 0;
+  double load = 0, time_scale = 0, slowdown_ok = 1.0;
+  int64_t max_wait_s = 0;
   bool json = false;
   bool single_node_if_fits = false;
 };
@@ -106,7 +111,7 @@ int RunQueueCommand(const QueueArgs& a) {
     fmt::print(stderr, "tidal sim queue: {}\n", e.ToString());
     return 1;
   };
-  const auto& names = plugins::PolicyNames();
+  const auto& names = plugins::PlacerNames();
   if (std::find(names.begin(), names.end(), a.policy) == names.end()) {
     return fail(Error{ErrorCode::kInvalidArgument,
                       fmt::format("unknown --policy '{}'; choose one of {}", a.policy, fmt::join(names, ", "))});
@@ -122,6 +127,22 @@ int RunQueueCommand(const QueueArgs& a) {
   options.seed = a.seed;
   options.limit = a.limit;
   options.single_node_if_fits = a.single_node_if_fits;
+  options.load = a.load;
+  options.time_scale = a.time_scale;
+  options.max_wait_s = a.max_wait_s;
+  options.slowdown_ok = a.slowdown_ok;
+  if (!a.topology.empty()) {
+    auto f = topo::ParseFormat(a.topology_format);
+    if (!f) return fail(f.error());
+    auto t = topo::ReadTopology(a.topology, *f);
+    if (!t) return fail(t.error());
+    options.topology = std::make_shared<const topo::Topology>(std::move(*t));
+  }
+  if (!a.workload_model.empty()) {
+    auto wm = sim::WorkloadModel::Read(a.workload_model);
+    if (!wm) return fail(wm.error());
+    options.workload_model = std::move(*wm);
+  }
   const bool tty = isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
   if (tty) {
@@ -176,8 +197,22 @@ void RegisterSimQueueCommand(CLI::App& sim) {
       ->required();
   q->add_option("--format", args->format, "philly, openb, or auto (from the job file's header)")
       ->capture_default_str();
-  q->add_option("--policy", args->policy, "placer: random, dotprod, gpuclustering, gpupacking, bestfit, fgd")
+  q->add_option("--policy", args->policy,
+                "placer: random, dotprod, gpuclustering, gpupacking, bestfit, fgd, topo, first-fit, slurm-tree, "
+                "kueue-tas, hived")
       ->capture_default_str();
+  q->add_option("--topology", args->topology,
+                "interconnect (any format `tidal topo show` reads; host names must match the node list): placers see "
+                "switches and multi-GPU jobs run longer on worse placements");
+  q->add_option("--topology-format", args->topology_format, "format of --topology (auto by content)")->capture_default_str();
+  q->add_option("--workload-model", args->workload_model,
+                "which model each multi-GPU job trains (default: data/workload_models/default.yaml, built in)");
+  q->add_option("--load", args->load, "compress arrivals to this offered load (e.g. 0.75 of the GPUs); 0 = as recorded");
+  q->add_option("--time-scale", args->time_scale, "divide inter-arrival times by K (exclusive with --load)");
+  q->add_option("--max-wait", args->max_wait_s,
+                "seconds a multi-GPU job may wait for a placement at most --slowdown-ok slower than compact (topo placer)")
+      ->capture_default_str();
+  q->add_option("--slowdown-ok", args->slowdown_ok, "slowdown a waiting job accepts (with --max-wait)")->capture_default_str();
   q->add_option("--queue", args->queue, "queue policy: fifo or fifo-backfill")->capture_default_str();
   q->add_option("--seed", args->seed, "seed for the placer's random choices")->capture_default_str();
   q->add_option("--limit", args->limit, "replay only the first N jobs by submit time (0 = all)")

@@ -1,5 +1,6 @@
 #include "cluster/cluster_state.h"
 
+#include <algorithm>
 #include <atomic>
 #include <limits>
 
@@ -143,6 +144,7 @@ Status ClusterState::CanBind(const Placement& placement) const {
 
 void ClusterState::Apply(const NodeAssignment& a, int sign) {
   const NodeId n = a.node;
+  const int32_t old_whole = free_whole_[n];
   cpu_free_[n] -= sign * a.cpu_milli;
   mem_free_[n] -= sign * a.memory_mib;
   for (size_t i = 0; i < a.gpus.size(); ++i) {
@@ -150,11 +152,117 @@ void ClusterState::Apply(const NodeAssignment& a, int sign) {
     const bool was_whole = free == kMilliPerGpu;
     free -= sign * a.gpu_milli[i];
     const bool is_whole = free == kMilliPerGpu;
-    free_whole_[n] += static_cast<int32_t>(is_whole) - static_cast<int32_t>(was_whole);
+    const int32_t delta = static_cast<int32_t>(is_whole) - static_cast<int32_t>(was_whole);
+    free_whole_[n] += delta;
     gpu_milli_free_[n] -= sign * a.gpu_milli[i];
     total_gpu_milli_free_ -= sign * a.gpu_milli[i];
+    if (delta != 0 && topo_) {
+      for (topo::DomainId d = gpu_domain(n, a.gpus[i]); d != topo::kNoDomain; d = topo_->parent(d))
+        dom_free_gpus_[static_cast<size_t>(d)] += delta;
+    }
   }
+  if (topo_ && free_whole_[n] != old_whole) UpdateHostAggregates(n, old_whole);
   ++version_[n];
+}
+
+void ClusterState::UpdateHostAggregates(NodeId n, int32_t old_whole) {
+  const topo::Topology& t = *topo_;
+  const topo::DomainId host = t.host(host_of(n));
+  const int32_t now = free_whole_[n];
+  const bool was_free = gpu_count_[n] > 0 && old_whole == gpu_count_[n];
+  const bool is_free = gpu_count_[n] > 0 && now == gpu_count_[n];
+  if (was_free != is_free) {
+    const int32_t delta = is_free ? 1 : -1;
+    for (topo::DomainId d = host; d != topo::kNoDomain; d = t.parent(d)) dom_free_hosts_[static_cast<size_t>(d)] += delta;
+  }
+  dom_max_host_free_[static_cast<size_t>(host)] = now;
+  // Upwards while the maximum moves: a rise only needs a comparison, a fall
+  // a recount over the children.
+  for (topo::DomainId d = t.parent(host); d != topo::kNoDomain; d = t.parent(d)) {
+    int32_t& m = dom_max_host_free_[static_cast<size_t>(d)];
+    int32_t next = 0;
+    if (now > old_whole) {
+      next = std::max(m, now);
+    } else {
+      for (topo::DomainId k : t.children(d)) next = std::max(next, dom_max_host_free_[static_cast<size_t>(k)]);
+    }
+    if (next == m) break;
+    m = next;
+  }
+}
+
+Status ClusterState::AttachTopology(std::shared_ptr<const topo::Topology> topology) {
+  if (!topology) return MakeError(ErrorCode::kInvalidArgument, "no topology given");
+  if (!allocations_.empty()) {
+    return MakeError(ErrorCode::kFailedPrecondition, "a topology can only be attached to an empty cluster ({} jobs hold capacity)",
+                     allocations_.size());
+  }
+  const topo::Topology& t = *topology;
+  std::vector<std::string> missing, extra;
+  std::vector<int32_t> node_host(static_cast<size_t>(num_nodes()), -1), host_node(static_cast<size_t>(t.num_hosts()), -1);
+  for (NodeId n = 0; n < num_nodes(); ++n) {
+    auto h = t.FindHost(names_[n]);
+    if (!h) {
+      missing.push_back(names_[n]);
+      continue;
+    }
+    if (t.host_gpus(*h) != gpu_count_[n]) {
+      return MakeError(ErrorCode::kInvalidArgument, "{}: host '{}' has {} GPUs in the topology but {} in the node list",
+                       t.source(), names_[n], t.host_gpus(*h), gpu_count_[n]);
+    }
+    node_host[static_cast<size_t>(n)] = *h;
+    host_node[static_cast<size_t>(*h)] = n;
+  }
+  for (int32_t h = 0; h < t.num_hosts(); ++h)
+    if (host_node[static_cast<size_t>(h)] < 0) extra.push_back(t.domain(t.host(h)).name);
+  if (!missing.empty() || !extra.empty()) {
+    auto first = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (size_t i = 0; i < v.size() && i < 5; ++i) s += (i ? ", " : "") + v[i];
+      if (v.size() > 5) s += fmt::format(" and {} more", v.size() - 5);
+      return s;
+    };
+    std::string msg = fmt::format("{}: the topology's hosts and the node list differ", t.source());
+    if (!missing.empty()) msg += fmt::format("; {} node(s) not in the topology: {}", missing.size(), first(missing));
+    if (!extra.empty()) msg += fmt::format("; {} topology host(s) not in the node list: {}", extra.size(), first(extra));
+    msg += "; node names must match exactly";
+    return std::unexpected(Error{ErrorCode::kInvalidArgument, std::move(msg)});
+  }
+  topo_ = std::move(topology);
+  node_host_ = std::move(node_host);
+  host_node_ = std::move(host_node);
+  const size_t nd = static_cast<size_t>(t.num_domains());
+  dom_free_gpus_.assign(nd, 0);
+  dom_free_hosts_.assign(nd, 0);
+  dom_max_host_free_.assign(nd, 0);
+  dom_model_.assign(nd, kNoGpuModel);
+  for (size_t d = nd; d-- > 0;) {
+    const auto id = static_cast<topo::DomainId>(d);
+    if (t.level(id) == topo::Level::kGpu) {
+      const NodeId n = host_node_[static_cast<size_t>(t.host_of(id))];
+      dom_free_gpus_[d] = gpu_free_[static_cast<size_t>(gpu_offset_[n] + t.domain(id).local_index)] == kMilliPerGpu;
+    }
+    if (t.level(id) == topo::Level::kNode) {
+      const NodeId n = host_node_[static_cast<size_t>(t.host_index(id))];
+      dom_free_hosts_[d] = gpu_count_[n] > 0 && free_whole_[n] == gpu_count_[n];
+      dom_max_host_free_[d] = free_whole_[n];
+      dom_model_[d] = gpu_model_[n];
+    }
+    const topo::DomainId p = t.parent(id);
+    if (p == topo::kNoDomain) continue;
+    const auto pi = static_cast<size_t>(p);
+    dom_free_gpus_[pi] += dom_free_gpus_[d];
+    if (t.level(id) != topo::Level::kGpu && topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode)) {
+      dom_free_hosts_[pi] += dom_free_hosts_[d];
+      dom_max_host_free_[pi] = std::max(dom_max_host_free_[pi], dom_max_host_free_[d]);
+      const GpuModelId m = dom_model_[d];
+      if (m != kNoGpuModel) {
+        GpuModelId& pm = dom_model_[pi];
+        pm = pm == kNoGpuModel ? m : (pm == m ? pm : kMixedGpuModels);
+      }
+    }
+  }
+  return Ok();
 }
 
 Status ClusterState::Bind(JobId job, Placement placement) {
@@ -217,6 +325,34 @@ Status ClusterState::CheckInvariants() const {
   }
   if (total_free != total_gpu_milli_free_) {
     return MakeError(ErrorCode::kInternal, "cluster free milli-GPU total drifted");
+  }
+  if (!topo_) return Ok();
+  const topo::Topology& t = *topo_;
+  const size_t nd = static_cast<size_t>(t.num_domains());
+  std::vector<int32_t> gpus(nd, 0), hosts(nd, 0), maxh(nd, 0);
+  for (size_t d = nd; d-- > 0;) {
+    const auto id = static_cast<topo::DomainId>(d);
+    if (t.level(id) == topo::Level::kGpu) {
+      const NodeId n = host_node_[static_cast<size_t>(t.host_of(id))];
+      gpus[d] = gpu_free_[static_cast<size_t>(gpu_offset_[n] + t.domain(id).local_index)] == kMilliPerGpu;
+    }
+    if (t.level(id) == topo::Level::kNode) {
+      const NodeId n = host_node_[static_cast<size_t>(t.host_index(id))];
+      hosts[d] = gpu_count_[n] > 0 && free_whole_[n] == gpu_count_[n];
+      maxh[d] = free_whole_[n];
+    }
+    if (gpus[d] != dom_free_gpus_[d] || (topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode) &&
+                                         (hosts[d] != dom_free_hosts_[d] || maxh[d] != dom_max_host_free_[d]))) {
+      return MakeError(ErrorCode::kInternal, "topology domain '{}': free aggregates drifted (gpus {} vs {}, hosts {} vs {}, max {} vs {})",
+                       t.DomainName(id), dom_free_gpus_[d], gpus[d], dom_free_hosts_[d], hosts[d], dom_max_host_free_[d], maxh[d]);
+    }
+    const topo::DomainId p = t.parent(id);
+    if (p == topo::kNoDomain) continue;
+    gpus[static_cast<size_t>(p)] += gpus[d];
+    if (t.level(id) != topo::Level::kGpu && topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode)) {
+      hosts[static_cast<size_t>(p)] += hosts[d];
+      maxh[static_cast<size_t>(p)] = std::max(maxh[static_cast<size_t>(p)], maxh[d]);
+    }
   }
   return Ok();
 }

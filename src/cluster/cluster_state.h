@@ -9,6 +9,11 @@
 //    per-device values imply; cluster totals equal the sum over nodes.
 //  * Each node carries a version that increases on every change, so plugins can
 //    cache per-node results and know when they are stale.
+//  * With a topology attached (AttachTopology), every domain's free-capacity
+//    aggregates — free whole GPUs, fully free hosts, the largest free-GPU count
+//    on one host — equal a recount from the per-device values; they are kept
+//    incrementally, O(depth) per device change (plus the children of the
+//    ancestors whose largest-free-host value moves).
 //
 // Storage is struct-of-arrays indexed by NodeId, with the GPUs of all nodes in
 // one flat array (node n's devices are gpu_offset_[n] .. +gpu_count(n)).
@@ -16,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "topology/topology.h"
 
 namespace tidal {
 
@@ -33,6 +40,7 @@ using JobId = int64_t;
 
 inline constexpr int32_t kMilliPerGpu = 1000;
 inline constexpr GpuModelId kNoGpuModel = -1;
+inline constexpr GpuModelId kMixedGpuModels = -2;
 
 // Interns GPU model names ("T4", "V100M32", "H100") to small integer ids, so
 // type constraints compare integers on the hot path.
@@ -146,8 +154,28 @@ class ClusterState {
   // by tests to prove the incremental bookkeeping never drifts.
   Status CheckInvariants() const;
 
+  // --- topology ------------------------------------------------------------
+  // Attaches a topology whose hosts are exactly this cluster's nodes (same
+  // names, same GPU counts; see topo::Materialize). Allowed only while
+  // nothing is allocated. The error lists the first mismatching names.
+  Status AttachTopology(std::shared_ptr<const topo::Topology> topology);
+  bool has_topology() const { return topo_ != nullptr; }
+  const topo::Topology& topology() const { return *topo_; }
+  const std::shared_ptr<const topo::Topology>& topology_ptr() const { return topo_; }
+  int32_t host_of(NodeId n) const { return node_host_[static_cast<size_t>(n)]; }
+  NodeId node_of_host(int32_t h) const { return host_node_[static_cast<size_t>(h)]; }
+  // Aggregates of domain d (any level; for sub-node domains only free GPUs).
+  int32_t domain_free_gpus(topo::DomainId d) const { return dom_free_gpus_[static_cast<size_t>(d)]; }
+  int32_t domain_free_hosts(topo::DomainId d) const { return dom_free_hosts_[static_cast<size_t>(d)]; }
+  int32_t domain_max_host_free(topo::DomainId d) const { return dom_max_host_free_[static_cast<size_t>(d)]; }
+  // The GPU model of every host under d, or kNoGpuModel if none / kMixedGpuModels.
+  GpuModelId domain_model(topo::DomainId d) const { return dom_model_[static_cast<size_t>(d)]; }
+  // The topology domain of device `gpu` of node n.
+  topo::DomainId gpu_domain(NodeId n, int32_t gpu) const { return topo_->host_gpu(host_of(n), gpu); }
+
  private:
   void Apply(const NodeAssignment& a, int sign);
+  void UpdateHostAggregates(NodeId n, int32_t old_whole);
 
   GpuModelRegistry models_;
   std::vector<std::string> names_;
@@ -163,6 +191,11 @@ class ClusterState {
   int64_t total_gpu_milli_free_ = 0;
   std::unordered_map<JobId, Placement> allocations_;
   StateInstanceId instance_;
+
+  std::shared_ptr<const topo::Topology> topo_;
+  std::vector<int32_t> node_host_, host_node_;
+  std::vector<int32_t> dom_free_gpus_, dom_free_hosts_, dom_max_host_free_;
+  std::vector<GpuModelId> dom_model_;
 };
 
 }  // namespace tidal

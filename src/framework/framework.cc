@@ -76,6 +76,14 @@ std::unexpected<Error> Framework::NoFit(const CycleContext& ctx, const PodReques
 }
 
 Result<Placement> Framework::Schedule(const CycleContext& ctx, const PodRequest& pod) {
+  if (profile_.gang != nullptr && profile_.gang->PlacesWholeGpuJobs() && pod.num_gpu() > 0 &&
+      pod.gpu_milli() == kMilliPerGpu) {
+    const auto start = std::chrono::steady_clock::now();
+    auto p = profile_.gang->PlaceGang(ctx, pod);
+    Time(profile_.gang, start);
+    if (p) return std::move(*p);
+    return NoFit(ctx, pod);
+  }
   auto single = ScheduleOnOneNode(ctx, pod);
   if (single || pod.job->single_node || profile_.gang == nullptr) return single;
   const auto start = std::chrono::steady_clock::now();

@@ -42,10 +42,24 @@ struct PodRequest {
 // naming the job, because such a job could never be placed.
 Result<PodRequest> ResolveRequest(const Job& job, const GpuModelRegistry& models);
 
+// How much slower a job runs on a placement than on a compact one of the
+// same size: predicted step time on `placement` / on the most compact
+// placement the topology allows (1 = no penalty). nullopt when the job has no
+// performance model (a single GPU, an unknown workload). Injected by the
+// driver (the simulator's is planner-backed, sim/placement_cost.h), so
+// placers can score candidate placements without depending on the planner.
+class PlacementCost {
+ public:
+  virtual ~PlacementCost() = default;
+  virtual std::optional<double> Slowdown(const ClusterState& cluster, const Job& job, const Placement& placement) = 0;
+};
+
 // Everything a plugin may read during one scheduling cycle.
 struct CycleContext {
   const ClusterState& cluster;
   Rng& rng;  // the cycle's only source of randomness (seeded, reproducible)
+  int64_t now_s = 0;               // the driver's clock (virtual in simulation)
+  PlacementCost* cost = nullptr;   // may be null: placers then use topology alone
 };
 
 class Plugin {
@@ -93,6 +107,11 @@ class ReservePlugin : public virtual Plugin {
 class GangPlacePlugin : public virtual Plugin {
  public:
   virtual std::optional<Placement> PlaceGang(const CycleContext& ctx, const PodRequest& pod) = 0;
+  // True for a topology placer that places every whole-GPU job itself,
+  // single-node ones included (honouring Job::single_node), from the
+  // per-domain aggregates instead of a scan over all nodes. Sharing and
+  // CPU-only jobs still take the node path.
+  virtual bool PlacesWholeGpuJobs() const { return false; }
 };
 
 }  // namespace tidal

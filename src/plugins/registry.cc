@@ -1,6 +1,9 @@
 #include "plugins/registry.h"
 
+#include <algorithm>
+
 #include "plugins/best_fit/best_fit_score.h"
+#include "plugins/first_fit/first_fit.h"
 #include "plugins/device_select/device_select.h"
 #include "plugins/dot_product/dot_product_score.h"
 #include "plugins/fgd/fgd_score.h"
@@ -8,7 +11,9 @@
 #include "plugins/gpu_clustering/gpu_clustering_score.h"
 #include "plugins/gpu_packing/gpu_packing_score.h"
 #include "plugins/random/random_score.h"
+#include "plugins/random_gang/random_gang.h"
 #include "plugins/resource_fit/resource_fit.h"
+#include "plugins/topo/topo_place.h"
 
 namespace tidal::plugins {
 
@@ -31,6 +36,20 @@ const std::vector<std::string>& PolicyNames() {
   return names;
 }
 
+const std::vector<std::string>& PlacerNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v = PolicyNames();
+    for (const char* t : {"topo", "first-fit", "slurm-tree", "kueue-tas", "hived"}) v.push_back(t);
+    return v;
+  }();
+  return names;
+}
+
+bool IsTopologyPlacer(std::string_view name) {
+  const auto& all = PlacerNames();
+  return std::find(all.begin() + static_cast<std::ptrdiff_t>(PolicyNames().size()), all.end(), name) != all.end();
+}
+
 Result<std::string> PolicyLabel(std::string_view policy) {
   for (const auto& [n, l] : Table())
     if (n == policy) return l;
@@ -41,12 +60,33 @@ Result<std::string> PolicyLabel(std::string_view policy) {
 }
 
 Result<Profile> MakePolicyProfile(std::string_view policy, std::shared_ptr<FragmentationModel> frag) {
-  TIDAL_RETURN_IF_ERROR(PolicyLabel(policy));
+  if (IsTopologyPlacer(policy)) {
+    // Whole-GPU jobs go to the topology placer; sharing and CPU-only pods
+    // take the node path with best-fit scoring.
+    Profile p;
+    p.name = std::string(policy);
+    p.filters.push_back(p.Own<ResourceFitFilter>());
+    p.filters.push_back(p.Own<GpuFitFilter>());
+    p.scores.push_back({p.Own<BestFitScore>(), kPaperWeight});
+    p.device_select = p.Own<BestFitDeviceSelect>();
+    // One registration line per placer.
+    if (policy == "topo") p.gang = p.Own<TopoPlace>();
+    if (policy == "first-fit") p.gang = p.Own<FirstFitPlace>();
+    if (p.gang == nullptr) {
+      return MakeError(ErrorCode::kInvalidArgument, "placer '{}' is not available in this build", policy);
+    }
+    return p;
+  }
+  if (std::find(PolicyNames().begin(), PolicyNames().end(), policy) == PolicyNames().end()) {
+    std::string all;
+    for (const auto& n : PlacerNames()) all += (all.empty() ? "" : ", ") + n;
+    return MakeError(ErrorCode::kInvalidArgument, "unknown placer '{}'; choose one of {}", policy, all);
+  }
   Profile p;
   p.name = std::string(policy);
   p.filters.push_back(p.Own<ResourceFitFilter>());
   p.filters.push_back(p.Own<GpuFitFilter>());
-  p.gang = p.Own<GangPackPlace>();
+  p.gang = policy == "random" ? static_cast<GangPlacePlugin*>(p.Own<RandomGangPlace>()) : p.Own<GangPackPlace>();
   auto* best_device = p.Own<BestFitDeviceSelect>();
   p.device_select = best_device;
   if (policy == "random") {

@@ -15,8 +15,12 @@
 
 namespace tidal::plugins {
 
-// Policy names accepted by the CLI, in the paper's order.
+// The FGD paper's six policies, in the paper's order (what `sim fill` runs).
 const std::vector<std::string>& PolicyNames();
+// Every placer `sim queue` accepts: the six above, then the topology placers
+// — topo (tidal's), first-fit, slurm-tree, kueue-tas, hived.
+const std::vector<std::string>& PlacerNames();
+bool IsTopologyPlacer(std::string_view name);
 // "01-Random" ... "06-FGD": the sc_policy labels of the published results.
 Result<std::string> PolicyLabel(std::string_view policy);
 

@@ -21,8 +21,18 @@ std::string_view QueuePolicyName(QueuePolicy policy) {
 }
 
 JobShape JobShape::Of(const PodRequest& pod) {
-  return JobShape{pod.cpu_milli(), pod.memory_mib(), pod.num_gpu(), pod.gpu_milli(), pod.job->single_node,
-                  pod.gpu_spec_key};
+  const Job& j = *pod.job;
+  return JobShape{pod.cpu_milli(),
+                  pod.memory_mib(),
+                  pod.num_gpu(),
+                  pod.gpu_milli(),
+                  j.single_node,
+                  pod.gpu_spec_key,
+                  j.tp_group,
+                  j.topo_required ? topo::LevelIndex(*j.topo_required) : -1,
+                  j.topo_preferred ? topo::LevelIndex(*j.topo_preferred) : -1,
+                  j.topo_max_wait_s,
+                  static_cast<int64_t>(j.topo_slowdown_ok * 1000 + 0.5)};
 }
 
 // --- FreeCapacity ---------------------------------------------------------
@@ -153,10 +163,16 @@ Status JobQueue::Finish(const Job& job) {
   return Ok();
 }
 
-void JobQueue::MarkStarted(const Entry& e, int64_t now) {
-  const int64_t end = now + *e.job->duration_s;
+int64_t JobQueue::RunTimeOf(const Job& job, const Placement& p) const {
+  return run_time_ ? run_time_(job, p) : *job.duration_s;
+}
+
+void JobQueue::MarkStarted(const Entry& e, int64_t now, int64_t run_s, QueuePass& pass) {
+  const int64_t end = now + run_s;
   running_.insert({end, e.job->id});
   running_jobs_[e.job->id] = {end, e.job};
+  pass.started.push_back(e.job);
+  pass.ends.push_back(end);
 }
 
 bool JobQueue::HeadFits(const Reservation& r, const PodRequest& head) const {
@@ -286,16 +302,18 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
       }
       return std::unexpected(bound.error());
     }
-    if (!short_job && !TakeFromReservation(head, **bound)) {
+    // The run time on the placement it got (a worse placement runs longer).
+    const int64_t run_s = RunTimeOf(*e.job, **bound);
+    const bool ends_in_time = res == kNoReservation || now + run_s <= res;
+    if (!ends_in_time && !TakeFromReservation(head, **bound)) {
       // It would take capacity the head needs at its reservation: undo. The
       // scheduler is the only writer, so the what-if goes through it too.
       TIDAL_RETURN_IF_ERROR(scheduler_.Release(*e.job));
-      update(k, [&] { delays_head_[k] = 1; });
+      if (!short_job) update(k, [&] { delays_head_[k] = 1; });
       ++it;
       continue;
     }
-    MarkStarted(e, now);
-    pass.started.push_back(e.job);
+    MarkStarted(e, now, run_s, pass);
     ++pass.backfilled;
     update(k, [&] { it = Remove(it); });
   }
@@ -305,14 +323,14 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
 
 Result<QueuePass> JobQueue::Schedule(int64_t now) {
   QueuePass pass;
+  scheduler_.set_now(now);
   // FIFO part: start heads while they fit.
   while (!waiting_.empty()) {
     const Entry& head = waiting_.front();
     if (unfit_[static_cast<size_t>(head.shape_id)]) break;  // still does not fit
     auto bound = scheduler_.ScheduleAndBind(*head.job);
     if (bound) {
-      MarkStarted(head, now);
-      pass.started.push_back(head.job);
+      MarkStarted(head, now, RunTimeOf(*head.job, **bound), pass);
       Remove(waiting_.begin());
       continue;
     }

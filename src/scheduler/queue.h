@@ -42,6 +42,7 @@
 #pragma once
 
 #include <compare>
+#include <functional>
 #include <cstdint>
 #include <limits>
 #include <list>
@@ -75,6 +76,12 @@ struct JobShape {
   int32_t gpu_milli = 0;
   bool single_node = true;
   std::string gpu_spec_key;  // models joined by '|', "" = any
+  // What topology placers read (Job's topology fields).
+  int32_t tp_group = 0;
+  int topo_required = -1;
+  int topo_preferred = -1;
+  int64_t topo_max_wait_s = 0;
+  int64_t topo_slowdown_ok_milli = 1000;
 
   static JobShape Of(const PodRequest& pod);
   auto operator<=>(const JobShape&) const = default;
@@ -111,6 +118,7 @@ struct UnresolvableJob {
 // What one Schedule() pass did, in order.
 struct QueuePass {
   std::vector<const Job*> started;
+  std::vector<int64_t> ends;  // end time of each started job (its run time on the placement it got)
   std::vector<UnresolvableJob> unresolvable;
   int64_t backfilled = 0;  // of `started`, those that jumped a blocked head
 };
@@ -133,6 +141,11 @@ class JobQueue {
 
   // The running job ended: frees its capacity.
   Status Finish(const Job& job);
+
+  // How long a job runs on the placement it got (default: its duration_s).
+  // The simulator stretches multi-GPU jobs by their placement slowdown.
+  using RunTime = std::function<int64_t(const Job&, const Placement&)>;
+  void SetRunTime(RunTime run_time) { run_time_ = std::move(run_time); }
 
   // One scheduling pass at virtual time `now` (seconds).
   Result<QueuePass> Schedule(int64_t now);
@@ -178,7 +191,8 @@ class JobQueue {
   void AddShape(const Entry& e);
   void RemoveShape(const Entry& e);
   EntryList::iterator Remove(EntryList::iterator it);
-  void MarkStarted(const Entry& e, int64_t now);
+  int64_t RunTimeOf(const Job& job, const Placement& p) const;
+  void MarkStarted(const Entry& e, int64_t now, int64_t run_s, QueuePass& pass);
   bool HeadFits(const Reservation& r, const PodRequest& head) const;
   void RecountNode(Reservation& r, const PodRequest& head, NodeId n, int sign);
   void ComputeReservation(const Entry& head, int64_t now);
@@ -189,6 +203,7 @@ class JobQueue {
 
   Scheduler& scheduler_;
   QueuePolicy policy_;
+  RunTime run_time_;
   EntryList waiting_;
   uint64_t next_seq_ = 0;
   std::map<JobShape, WaitingShape> shapes_;

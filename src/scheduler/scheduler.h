@@ -30,10 +30,20 @@ class Scheduler {
   Result<Placement> TrySchedule(const Job& job);
   Status Release(const Job& job);
 
+  // The driver's clock, handed to plugins (CycleContext::now_s).
+  void set_now(int64_t now_s) { now_s_ = now_s; }
+  int64_t now() const { return now_s_; }
+  // A placement cost model for topology placers (borrowed; may be null).
+  void set_placement_cost(PlacementCost* cost) { cost_ = cost; }
+  // Attaches a topology to the cluster; only before anything is bound.
+  Status AttachTopology(std::shared_ptr<const topo::Topology> t) { return cluster_.AttachTopology(std::move(t)); }
+
  private:
   ClusterState cluster_;
   Framework framework_;
   Rng rng_;
+  int64_t now_s_ = 0;
+  PlacementCost* cost_ = nullptr;
 };
 
 }  // namespace tidal

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -12,6 +13,8 @@
 #include "framework/fragmentation.h"
 #include "plugins/registry.h"
 #include "scheduler/scheduler.h"
+#include "sim/placement_cost.h"
+#include "topology/builder.h"
 
 namespace tidal::sim {
 namespace {
@@ -64,6 +67,60 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     return MakeError(ErrorCode::kInvalidArgument, "the node list has no GPUs; the queue experiment needs GPU nodes");
   }
 
+  QueueSimResult r;
+  // Arrival compression: offered load = GPU-seconds asked / (GPUs x span).
+  {
+    if (options.load > 0 && options.time_scale > 0 && options.time_scale != 1) {
+      return MakeError(ErrorCode::kInvalidArgument, "give --load or --time-scale, not both");
+    }
+    if (options.load < 0 || options.load > 100 || options.time_scale < 0 || options.time_scale > 1e6) {
+      return MakeError(ErrorCode::kInvalidArgument, "--load must be in (0, 100] and --time-scale in (0, 1e6]");
+    }
+    const int64_t t0 = *jobs.front().submit_time_s;
+    int64_t t1 = t0;
+    double gpu_seconds = 0;
+    for (const Job& j : jobs) {
+      t1 = std::max(t1, *j.submit_time_s);
+      gpu_seconds += static_cast<double>(j.TotalGpuMilli()) / kMilliPerGpu * static_cast<double>(*j.duration_s);
+    }
+    const double span = static_cast<double>(std::max<int64_t>(1, t1 - t0));
+    r.offered_load_native = gpu_seconds / (static_cast<double>(cluster.total_gpus()) * span);
+    double k = options.time_scale > 0 ? options.time_scale : 1;
+    if (options.load > 0) {
+      if (r.offered_load_native <= 0) return MakeError(ErrorCode::kInvalidArgument, "--load: the workload asks for no GPU time");
+      k = options.load / r.offered_load_native;
+    }
+    r.time_scale = k;
+    if (k != 1) {
+      for (Job& j : jobs) j.submit_time_s = t0 + static_cast<int64_t>(std::floor(static_cast<double>(*j.submit_time_s - t0) / k));
+    }
+    r.offered_load = r.offered_load_native * k;
+  }
+
+  // Topology: hosts are the node list's nodes; GPU counts come from it.
+  std::shared_ptr<const topo::Topology> topology;
+  if (options.topology) {
+    std::vector<topo::NodeGpus> ng;
+    ng.reserve(nodes.size());
+    for (const NodeSpec& n : nodes) ng.push_back({n.name, n.gpu_count, n.gpu_model});
+    TIDAL_ASSIGN_OR_RETURN(topo::Topology t, topo::Materialize(*options.topology, ng));
+    topology = std::make_shared<const topo::Topology>(std::move(t));
+    TIDAL_RETURN_IF_ERROR(cluster.AttachTopology(topology));
+    r.topology = topology->source();
+  } else if (plugins::IsTopologyPlacer(options.policy) && options.policy != "topo" && options.policy != "first-fit") {
+    return MakeError(ErrorCode::kInvalidArgument, "placer '{}' places by switches and needs --topology FILE", options.policy);
+  }
+  std::unique_ptr<PlannerPlacementCost> cost;
+  if (topology) {
+    cost = std::make_unique<PlannerPlacementCost>(cluster, options.workload_model ? *options.workload_model : WorkloadModel::Default());
+    for (Job& j : jobs) {
+      if (j.num_gpu < 2 || j.gpu_milli != kMilliPerGpu) continue;
+      j.tp_group = cost->TensorParallel(j.num_gpu);
+      j.topo_max_wait_s = options.max_wait_s;
+      j.topo_slowdown_ok = options.slowdown_ok;
+    }
+  }
+
   if (options.single_node_if_fits) {
     int32_t largest = 0;
     for (NodeId n = 0; n < cluster.num_nodes(); ++n) largest = std::max(largest, cluster.gpu_count(n));
@@ -87,7 +144,6 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   }
   TIDAL_ASSIGN_OR_RETURN(Profile profile, plugins::MakePolicyProfile(options.policy, frag));
 
-  QueueSimResult r;
   r.policy = options.policy;
   r.queue = std::string(QueuePolicyName(options.queue));
   r.seed = options.seed;
@@ -106,6 +162,22 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   Scheduler scheduler(std::move(cluster), std::move(profile), options.seed);
   const ClusterState& c = scheduler.cluster();
   JobQueue queue(scheduler, options.queue);
+  // The placement a job got decides how long it runs (and what it measures).
+  std::unordered_map<JobId, PlacementEval> evals;
+  if (cost) {
+    scheduler.set_placement_cost(cost.get());
+    queue.SetRunTime([&](const Job& job, const Placement& p) -> int64_t {
+      auto e = cost->Evaluate(c, job, p);
+      if (!e) {
+        evals.erase(job.id);
+        return *job.duration_s;
+      }
+      evals[job.id] = *e;
+      return static_cast<int64_t>(std::ceil(static_cast<double>(*job.duration_s) * e->slowdown - 1e-9));
+    });
+  }
+  // Locality and communication, GPU-time weighted over multi-GPU jobs.
+  double multi_gpu_time = 0, multi_node_time = 0, multi_switch_time = 0, modelled_time = 0, comm_time = 0, slowdown_sum = 0;
   StrandedTracker stranded;
 
   // Finish events: (time, job id), earliest first, ties by id.
@@ -165,9 +237,33 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     for (const UnresolvableJob& u : rejected) unresolvable(u);
 
     TIDAL_ASSIGN_OR_RETURN(QueuePass pass, queue.Schedule(now));
-    for (const Job* j : pass.started) {
-      r.jobs[index.at(j->id)].start_s = now;
-      finishes.push({now + *j->duration_s, j->id});
+    for (size_t si = 0; si < pass.started.size(); ++si) {
+      const Job* j = pass.started[si];
+      QueueJobRecord& rec = r.jobs[index.at(j->id)];
+      rec.start_s = now;
+      finishes.push({pass.ends[si], j->id});
+      if (j->num_gpu < 2) continue;
+      const Placement* p = c.FindAllocation(j->id);
+      rec.nodes = static_cast<int32_t>(p->assignments.size());
+      if (c.has_topology()) {
+        std::vector<topo::DomainId> sw;
+        for (const auto& a : p->assignments) sw.push_back(c.topology().parent(c.topology().host(c.host_of(a.node))));
+        std::sort(sw.begin(), sw.end());
+        rec.switches = static_cast<int32_t>(std::unique(sw.begin(), sw.end()) - sw.begin());
+      }
+      const double gpu_time = static_cast<double>(j->num_gpu) * static_cast<double>(pass.ends[si] - now);
+      ++r.jobs_multi_gpu;
+      multi_gpu_time += gpu_time;
+      if (rec.nodes > 1) multi_node_time += gpu_time;
+      if (rec.switches > 1) multi_switch_time += gpu_time;
+      if (auto e = evals.find(j->id); e != evals.end()) {
+        rec.slowdown = e->second.slowdown;
+        rec.comm_share = e->second.comm_share;
+        ++r.jobs_modelled;
+        modelled_time += gpu_time;
+        comm_time += gpu_time * e->second.comm_share;
+        slowdown_sum += e->second.slowdown;
+      }
     }
     for (const UnresolvableJob& u : pass.unresolvable) unresolvable(u);
     r.backfilled += pass.backfilled;
@@ -216,6 +312,14 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     delays.push_back(rec.start_s - rec.submit_s);
     jcts.push_back(rec.finish_s - rec.submit_s);
   }
+  if (multi_gpu_time > 0) {
+    r.locality_node = multi_node_time / multi_gpu_time;
+    if (c.has_topology()) r.locality_leaf = multi_switch_time / multi_gpu_time;
+  }
+  if (modelled_time > 0) {
+    r.comm_share = comm_time / modelled_time;
+    r.slowdown_mean = slowdown_sum / static_cast<double>(r.jobs_modelled);
+  }
   r.queue_delay_s = Summarize(std::move(delays));
   r.jct_s = Summarize(std::move(jcts));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -245,6 +349,17 @@ nlohmann::json QueueSimJson(const QueueSimResult& r) {
   j["idle_gpu_share_while_waiting"] = r.idle_gpu_share_while_waiting;
   j["makespan_s"] = r.makespan_s;
   j["max_waiting"] = r.max_waiting;
+  auto measured = [](double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); };
+  j["offered_load"] = r.offered_load;
+  j["offered_load_native"] = r.offered_load_native;
+  j["time_scale"] = r.time_scale;
+  j["topology"] = r.topology.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.topology);
+  j["jobs_multi_gpu"] = r.jobs_multi_gpu;
+  j["jobs_modelled"] = r.jobs_modelled;
+  j["locality_node"] = measured(r.locality_node);
+  j["locality_leaf"] = measured(r.locality_leaf);
+  j["comm_share"] = measured(r.comm_share);
+  j["slowdown_mean"] = measured(r.slowdown_mean);
   return j;
 }
 
@@ -264,17 +379,20 @@ Status WriteQueueSimOutputs(const QueueSimResult& r, const std::string& dir) {
   if (!out) return MakeError(ErrorCode::kIo, "cannot write '{}'", path);
   // reserved_s: the first backfill reservation the job got as the blocked
   // head; empty if it never had one.
-  out << "id,name,num_gpu,gpu_milli,submit_s,start_s,finish_s,queue_delay_s,jct_s,reserved_s,outcome,reason\n";
+  out << "id,name,num_gpu,gpu_milli,submit_s,start_s,finish_s,queue_delay_s,jct_s,reserved_s,nodes,switches,slowdown,comm_share,outcome,reason\n";
   for (const QueueJobRecord& j : r.jobs) {
     std::string reason = j.reason;
     std::replace(reason.begin(), reason.end(), '"', '\'');
     if (j.outcome == JobOutcome::kFinished) {
       const std::string reserved = j.reserved_s >= 0 ? std::to_string(j.reserved_s) : std::string();
-      out << fmt::format("{},{},{},{},{},{},{},{},{},{},finished,\n", j.id, j.name, j.num_gpu, j.gpu_milli,
+      const std::string comm = j.comm_share >= 0 ? fmt::format("{:.4f}", j.comm_share) : std::string();
+      const std::string nodes = j.num_gpu > 1 ? std::to_string(j.nodes) : std::string();
+      const std::string switches = j.num_gpu > 1 && j.switches > 0 ? std::to_string(j.switches) : std::string();
+      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{},finished,\n", j.id, j.name, j.num_gpu, j.gpu_milli,
                          j.submit_s, j.start_s, j.finish_s, j.start_s - j.submit_s, j.finish_s - j.submit_s,
-                         reserved);
+                         reserved, nodes, switches, j.slowdown, comm);
     } else {
-      out << fmt::format("{},{},{},{},{},,,,,,unresolvable,\"{}\"\n", j.id, j.name, j.num_gpu, j.gpu_milli,
+      out << fmt::format("{},{},{},{},{},,,,,,,,,,unresolvable,\"{}\"\n", j.id, j.name, j.num_gpu, j.gpu_milli,
                          j.submit_s, reason);
     }
   }

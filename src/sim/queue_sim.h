@@ -19,6 +19,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,8 @@
 #include "common/result.h"
 #include "scheduler/queue.h"
 #include "sim/metrics.h"
+#include "sim/workload_model.h"
+#include "topology/topology.h"
 #include "workload/job.h"
 
 namespace tidal::sim {
@@ -50,6 +54,23 @@ struct QueueSimOptions {
   // before its scheduler relaxed locality for long-waiting jobs. Larger gangs
   // still span nodes.
   bool single_node_if_fits = false;
+  // The interconnect (hosts must be the node list's nodes; GPU counts are
+  // filled in from it where the format has none). With a topology, every
+  // multi-GPU job runs step_time(placement) / step_time(compact) times its
+  // trace run time (the planner's model, sim/placement_cost.h).
+  std::shared_ptr<const topo::Topology> topology;
+  // Which model each multi-GPU job trains; the shipped default when unset.
+  std::optional<WorkloadModel> workload_model;
+  // Arrivals compressed to this offered load (GPU-seconds asked / (GPUs x
+  // arrival span)); 0 = as recorded. Exclusive with time_scale.
+  double load = 0;
+  // Inter-arrival times divided by this; 0 or 1 = as recorded.
+  double time_scale = 0;
+  // Every multi-GPU job waits up to this long for a placement at most
+  // `slowdown_ok` times slower than compact (topology placers with a cost
+  // model; Job::topo_max_wait_s). 0 = take the best placement now.
+  int64_t max_wait_s = 0;
+  double slowdown_ok = 1.0;
   // Called now and then during the replay (about every 1% of jobs).
   std::function<void(const QueueProgress&)> progress;
 };
@@ -69,6 +90,13 @@ struct QueueJobRecord {
   int64_t reserved_s = -1;
   JobOutcome outcome = JobOutcome::kFinished;
   std::string reason;  // why unresolvable
+  // Placement (multi-GPU jobs): hosts and host switches spanned, the
+  // slowdown the run time was stretched by and the exposed communication
+  // share on that placement (-1: no model for this job).
+  int32_t nodes = 0;
+  int32_t switches = 0;
+  double slowdown = 1;
+  double comm_share = -1;
 };
 
 struct QueueSimResult {
@@ -95,6 +123,22 @@ struct QueueSimResult {
   int64_t makespan_s = 0;
   int64_t max_waiting = 0;
   int64_t backfilled = 0;         // jobs that started while an earlier job waited
+  // Offered load: requested GPU-seconds / (GPUs x arrival span), as recorded
+  // and after compression; the factor inter-arrival times were divided by.
+  double offered_load_native = 0;
+  double offered_load = 0;
+  double time_scale = 1;
+  std::string topology;           // its source, "" without one
+  // DESIGN.md: share of multi-GPU-job GPU-hours whose gang spans > 1 node /
+  // > 1 leaf switch (the switch a host hangs from); GPU-time-weighted exposed
+  // communication share and mean placement slowdown over modelled multi-GPU
+  // jobs. Negative: not measured (no topology / no multi-GPU job).
+  double locality_node = -1;
+  double locality_leaf = -1;
+  double comm_share = -1;
+  double slowdown_mean = -1;
+  int64_t jobs_multi_gpu = 0;
+  int64_t jobs_modelled = 0;      // multi-GPU jobs with a workload model
   double seconds = 0;             // wall time of the replay (not part of the JSON)
   std::vector<QueueJobRecord> jobs;  // in (submit, id) order
 };

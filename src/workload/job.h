@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cluster/cluster_state.h"
+#include "topology/level.h"
 
 namespace tidal {
 
@@ -36,6 +37,19 @@ struct Job {
 
   // Where the job was read from, for error messages: "file:line".
   std::string source;
+
+  // Topology constraints, as users write them (Slurm --switches, Kueue's
+  // podset-required/preferred-topology): the gang must fit in one domain of
+  // `topo_required`, or should (falling back upwards) for `topo_preferred`.
+  std::optional<topo::Level> topo_required;
+  std::optional<topo::Level> topo_preferred;
+  // Wait up to this long (from submission) for a placement at most
+  // `topo_slowdown_ok` times slower than a compact one before taking a worse
+  // one (like Slurm's --switches=N@time). 0: take the best available now.
+  int64_t topo_max_wait_s = 0;
+  double topo_slowdown_ok = 1.0;
+  // GPUs per tensor-parallel group, kept inside one NVLink domain (0: unknown).
+  int32_t tp_group = 0;
 
   int64_t TotalGpuMilli() const { return int64_t{num_gpu} * gpu_milli; }
   bool IsGpuSharing() const { return num_gpu == 1 && gpu_milli < kMilliPerGpu; }

@@ -1,0 +1,230 @@
+#include "plugins/topo/topo_place.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace tidal::plugins {
+namespace {
+
+using topo::DomainId;
+using topo::Level;
+
+bool IsHost(const topo::Topology& t, DomainId d) { return t.level(d) == Level::kNode; }
+
+}  // namespace
+
+bool TopoPlace::ModelOk(const ClusterState& c, const PodRequest& pod, DomainId d) const {
+  const GpuModelId m = c.domain_model(d);
+  if (m == kNoGpuModel) return false;
+  return m == kMixedGpuModels || pod.gpu_spec.Allows(m);
+}
+
+NodeId TopoPlace::OneHost(const CycleContext& ctx, const PodRequest& pod, DomainId d, int32_t tp) const {
+  const ClusterState& c = ctx.cluster;
+  const topo::Topology& t = c.topology();
+  const int32_t n = pod.num_gpu();
+  if (IsHost(t, d)) {
+    const NodeId node = c.node_of_host(t.host_index(d));
+    if (!gang::NodeCanTake(c, pod, node, n) || gang::UsableGpus(c, node, tp) < n) return -1;
+    return node;
+  }
+  // Children that can hold it: hosts tightest first, domains most-allocated first.
+  struct Kid {
+    int32_t key;
+    DomainId d;
+  };
+  Kid kids[256];
+  std::vector<Kid> many;
+  size_t count = 0;
+  for (DomainId k : t.children(d)) {
+    if (c.domain_max_host_free(k) < n || !ModelOk(c, pod, k)) continue;
+    const Kid kid{IsHost(t, k) ? c.domain_max_host_free(k) : c.domain_free_gpus(k), k};
+    if (count < 256) kids[count++] = kid;
+    else many.push_back(kid);
+  }
+  auto less = [](const Kid& a, const Kid& b) { return a.key != b.key ? a.key < b.key : a.d < b.d; };
+  if (!many.empty()) {
+    many.insert(many.end(), kids, kids + count);
+    std::sort(many.begin(), many.end(), less);
+    for (const Kid& k : many)
+      if (NodeId r = OneHost(ctx, pod, k.d, tp); r >= 0) return r;
+    return -1;
+  }
+  std::sort(kids, kids + count, less);
+  for (size_t i = 0; i < count; ++i)
+    if (NodeId r = OneHost(ctx, pod, kids[i].d, tp); r >= 0) return r;
+  return -1;
+}
+
+int32_t TopoPlace::Fill(const CycleContext& ctx, const PodRequest& pod, DomainId d, int32_t want, int32_t tp,
+                        std::vector<gang::Piece>& pieces) const {
+  const ClusterState& c = ctx.cluster;
+  const topo::Topology& t = c.topology();
+  if (want <= 0) return 0;
+  if (IsHost(t, d)) {
+    const NodeId node = c.node_of_host(t.host_index(d));
+    if (c.gpu_count(node) == 0 || !pod.gpu_spec.Allows(c.gpu_model(node))) return 0;
+    int32_t take = std::min(want, gang::UsableGpus(c, node, tp));
+    while (take > 0 && !gang::ShareFits(c, pod, node, take)) --take;
+    if (take <= 0) return 0;
+    // Same local indices as the previous host of this gang: shared rails.
+    std::span<const int32_t> prefer;
+    if (!pieces.empty()) prefer = pieces.back().devices;
+    auto devs = gang::PickDevices(c, node, take, tp, prefer);
+    if (devs.empty()) return 0;
+    pieces.push_back({node, std::move(devs)});
+    return take;
+  }
+  auto cap = [&](DomainId k) {
+    if (!IsHost(t, k)) return c.domain_free_gpus(k);
+    const NodeId node = c.node_of_host(t.host_index(k));
+    return pod.gpu_spec.Allows(c.gpu_model(node)) ? gang::UsableGpus(c, node, tp) : 0;
+  };
+  std::vector<std::pair<int32_t, DomainId>> kids;
+  for (DomainId k : t.children(d)) {
+    if (!ModelOk(c, pod, k)) continue;
+    const int32_t f = cap(k);
+    if (f > 0) kids.push_back({f, k});
+  }
+  // One child holds it all: the tightest such child.
+  const size_t mark = pieces.size();
+  {
+    DomainId best = topo::kNoDomain;
+    int32_t best_f = std::numeric_limits<int32_t>::max();
+    for (const auto& [f, k] : kids)
+      if (f >= want && f < best_f) best = k, best_f = f;
+    if (best != topo::kNoDomain) {
+      if (Fill(ctx, pod, best, want, tp, pieces) == want) return want;
+      pieces.resize(mark);
+    }
+  }
+  // Spread: largest children first, whole hosts before broken ones.
+  std::stable_sort(kids.begin(), kids.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  int32_t got = 0;
+  for (size_t i = 0; i < kids.size() && got < want; ++i) {
+    const int32_t need = want - got;
+    // The rest fits in one of the remaining children: take the tightest of them.
+    DomainId last = topo::kNoDomain;
+    int32_t last_f = std::numeric_limits<int32_t>::max();
+    for (size_t j = i; j < kids.size(); ++j)
+      if (kids[j].first >= need && kids[j].first < last_f) last = kids[j].second, last_f = kids[j].first;
+    if (last != topo::kNoDomain) {
+      const size_t m2 = pieces.size();
+      if (Fill(ctx, pod, last, need, tp, pieces) == need) return want;
+      pieces.resize(m2);
+    }
+    got += Fill(ctx, pod, kids[i].second, std::min(need, kids[i].first), tp, pieces);
+  }
+  return got;
+}
+
+std::optional<Placement> TopoPlace::Flat(const CycleContext& ctx, const PodRequest& pod) const {
+  // No topology: best-fit host, else most-free hosts first.
+  const ClusterState& c = ctx.cluster;
+  const int32_t n = pod.num_gpu();
+  NodeId best = -1;
+  for (NodeId node = 0; node < c.num_nodes(); ++node) {
+    if (!gang::NodeCanTake(c, pod, node, n)) continue;
+    if (best < 0 || c.free_whole_gpus(node) < c.free_whole_gpus(best)) best = node;
+  }
+  if (best >= 0) {
+    const gang::Piece piece{best, gang::PickDevices(c, best, n)};
+    return gang::Assemble(c, pod, std::span<const gang::Piece>(&piece, 1));
+  }
+  if (pod.job->single_node) return std::nullopt;
+  std::vector<NodeId> order;
+  for (NodeId node = 0; node < c.num_nodes(); ++node)
+    if (c.free_whole_gpus(node) > 0 && pod.gpu_spec.Allows(c.gpu_model(node))) order.push_back(node);
+  std::stable_sort(order.begin(), order.end(), [&](NodeId a, NodeId b) { return c.free_whole_gpus(a) > c.free_whole_gpus(b); });
+  std::vector<gang::Piece> pieces;
+  int32_t need = n;
+  for (NodeId node : order) {
+    if (need == 0) break;
+    int32_t take = std::min(need, c.free_whole_gpus(node));
+    while (take > 0 && !gang::ShareFits(c, pod, node, take)) --take;
+    if (take <= 0) continue;
+    pieces.push_back({node, gang::PickDevices(c, node, take)});
+    need -= take;
+  }
+  if (need != 0) return std::nullopt;
+  return gang::Assemble(c, pod, pieces);
+}
+
+std::optional<Placement> TopoPlace::PlaceGang(const CycleContext& ctx, const PodRequest& pod) {
+  const ClusterState& c = ctx.cluster;
+  const int32_t n = pod.num_gpu();
+  if (n <= 0 || pod.gpu_milli() != kMilliPerGpu) return std::nullopt;
+  if (!c.has_topology()) return Flat(ctx, pod);
+  const topo::Topology& t = c.topology();
+  const Job& job = *pod.job;
+  const int32_t tp = job.tp_group;
+  const DomainId root = t.root();
+  const bool may_wait = ctx.cost != nullptr && job.topo_max_wait_s > 0 && job.submit_time_s &&
+                        ctx.now_s < *job.submit_time_s + job.topo_max_wait_s;
+
+  // One host, when it fits on one.
+  if (c.domain_max_host_free(root) >= n) {
+    const NodeId node = OneHost(ctx, pod, root, tp);
+    if (node >= 0) {
+      const gang::Piece piece{node, gang::PickDevices(c, node, n, tp)};
+      if (!piece.devices.empty()) {
+        if (auto p = gang::Assemble(c, pod, std::span<const gang::Piece>(&piece, 1))) return p;
+      }
+    }
+  }
+  if (job.single_node || c.domain_free_gpus(root) < n) return std::nullopt;
+
+  // Candidates: per level above the host, the best-fit domain and the one with the most free hosts.
+  std::vector<Candidate> cands;
+  const int required = job.topo_required ? topo::LevelIndex(*job.topo_required) : topo::kNumLevels;
+  int levels_with_candidates = 0;
+  for (Level l : t.levels()) {
+    if (topo::LevelIndex(l) <= topo::LevelIndex(Level::kNode)) continue;
+    if (topo::LevelIndex(l) > required) break;
+    DomainId tight = topo::kNoDomain, roomy = topo::kNoDomain;
+    for (DomainId d : t.domains_at(l)) {
+      const int32_t f = c.domain_free_gpus(d);
+      if (f < n || !ModelOk(c, pod, d)) continue;
+      if (tight == topo::kNoDomain || f < c.domain_free_gpus(tight)) tight = d;
+      if (roomy == topo::kNoDomain || c.domain_free_hosts(d) > c.domain_free_hosts(roomy)) roomy = d;
+    }
+    for (DomainId d : {tight, roomy}) {
+      if (d == topo::kNoDomain || (d == roomy && roomy == tight)) continue;
+      Candidate cand;
+      if (Fill(ctx, pod, d, n, tp, cand.pieces) != n) continue;
+      cand.domain = d;
+      cand.level = topo::LevelIndex(l);
+      cand.free = c.domain_free_gpus(d);
+      cands.push_back(std::move(cand));
+    }
+    // Topology alone: the lowest level wins; with a cost model, look two levels further up.
+    if (!cands.empty() && (ctx.cost == nullptr || ++levels_with_candidates >= 3)) break;
+  }
+  if (cands.empty()) return std::nullopt;
+  std::vector<std::optional<Placement>> placements(cands.size());
+  for (size_t i = 0; i < cands.size(); ++i) {
+    placements[i] = gang::Assemble(c, pod, cands[i].pieces);
+    if (placements[i] && ctx.cost != nullptr) {
+      if (auto s = ctx.cost->Slowdown(c, job, *placements[i])) cands[i].slowdown = *s;
+    }
+  }
+  const int preferred = job.topo_preferred ? topo::LevelIndex(*job.topo_preferred) : topo::kNumLevels;
+  size_t best = cands.size();
+  auto better = [&](size_t a, size_t b) {
+    const bool pa = cands[a].level <= preferred, pb = cands[b].level <= preferred;
+    if (pa != pb) return pa;
+    if (cands[a].slowdown != cands[b].slowdown) return cands[a].slowdown < cands[b].slowdown;
+    if (cands[a].level != cands[b].level) return cands[a].level < cands[b].level;
+    if (cands[a].free != cands[b].free) return cands[a].free < cands[b].free;
+    return cands[a].domain < cands[b].domain;
+  };
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!placements[i]) continue;
+    if (best == cands.size() || better(i, best)) best = i;
+  }
+  if (best == cands.size()) return std::nullopt;
+  if (may_wait && cands[best].slowdown > job.topo_slowdown_ok) return std::nullopt;
+  return std::move(placements[best]);
+}
+
+}  // namespace tidal::plugins

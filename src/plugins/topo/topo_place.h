@@ -1,0 +1,55 @@
+// tidal's topology placer ("topo"): places every whole-GPU job from the
+// per-domain free aggregates, without scanning all nodes.
+//
+//  * A job that fits on one host goes to one host: descend from the root
+//    into the most-allocated child domain that can still hold it (so small
+//    jobs fill domains that are already broken and whole leaves, NVL72 racks
+//    and spine groups stay whole for the gangs that need them), and at the
+//    host level take the tightest host (best fit); on the host, the
+//    tightest NVLink group / PCIe switch (framework/gang.h).
+//  * A gang that spans hosts: at each level above the host, the best-fit
+//    domain (fewest free GPUs that still hold it) and the domain with the
+//    most whole free hosts are candidates (a handful per level, not all
+//    subsets); inside a candidate, children are taken largest first with a
+//    best-fit last child, hosts give whole tensor-parallel groups
+//    (Job::tp_group) inside NVLink domains, and a gang's GPUs on different
+//    hosts use the same local indices (so DP peers share rails).
+//  * With a PlacementCost (the planner's predicted step time), candidates
+//    are scored by the job's slowdown; ties go to the lower level, then the
+//    tighter domain, then the lower domain id. Without one, the lowest level
+//    wins. A job with Job::topo_max_wait_s waits (returns no placement)
+//    while its best slowdown exceeds Job::topo_slowdown_ok and it has waited
+//    less than that, like Slurm's --switches=N@time.
+//  * Job::topo_required limits candidates to domains at or below that level;
+//    Job::topo_preferred prefers them and falls back upwards.
+#pragma once
+
+#include <vector>
+
+#include "framework/gang.h"
+#include "framework/plugin.h"
+
+namespace tidal::plugins {
+
+class TopoPlace final : public GangPlacePlugin {
+ public:
+  std::string_view name() const override { return "TopoPlace"; }
+  bool PlacesWholeGpuJobs() const override { return true; }
+  std::optional<Placement> PlaceGang(const CycleContext& ctx, const PodRequest& pod) override;
+
+ private:
+  struct Candidate {
+    std::vector<gang::Piece> pieces;
+    topo::DomainId domain = topo::kNoDomain;
+    int level = 0;
+    int32_t free = 0;
+    double slowdown = 1;
+  };
+  NodeId OneHost(const CycleContext& ctx, const PodRequest& pod, topo::DomainId d, int32_t tp) const;
+  int32_t Fill(const CycleContext& ctx, const PodRequest& pod, topo::DomainId d, int32_t want, int32_t tp,
+               std::vector<gang::Piece>& pieces) const;
+  std::optional<Placement> Flat(const CycleContext& ctx, const PodRequest& pod) const;
+  bool ModelOk(const ClusterState& c, const PodRequest& pod, topo::DomainId d) const;
+};
+
+}  // namespace tidal::plugins

@@ -1,0 +1,65 @@
+// Which training job a trace job is. Traces give a job's GPU count and run
+// time, not its model or parallel layout; to charge a job for a bad
+// placement the simulator needs both. A workload-model file maps GPU-count
+// ranges to a planner model preset, precision, batch and the parallel
+// strategy the job was launched with (docs/topology.md gives the shipped
+// default, data/workload_models/default.yaml, and its rationale). Jobs on a
+// single GPU, and GPU counts no range covers, have no model: they run for
+// their trace time wherever they land.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "planner/cost_model.h"
+#include "planner/model.h"
+
+namespace tidal::sim {
+
+struct WorkloadClass {
+  int min_gpus = 2;
+  int max_gpus = 2;  // inclusive
+  std::string model;  // planner preset name
+  planner::Precision precision = planner::Precision::kBf16;
+  int tp = 1;         // launched tensor-parallel size (reduced to a divisor of the GPU count)
+  int pp = 1;         // launched pipeline-parallel size (likewise)
+  int micro_batch = 1;
+  int grad_accum = 1;  // micro-batches per step per data-parallel rank
+  int zero_stage = 1;
+  planner::Recompute recompute = planner::Recompute::kSelective;
+  std::string where;  // file:line, for messages
+};
+
+class WorkloadModel {
+ public:
+  static Result<WorkloadModel> Parse(std::string_view yaml, const std::string& source);
+  static Result<WorkloadModel> Read(const std::string& path);
+  // The shipped default (the same text as data/workload_models/default.yaml).
+  static const WorkloadModel& Default();
+  static std::string_view DefaultText();
+
+  const std::string& gpu() const { return gpu_; }
+  const std::string& source() const { return source_; }
+  const std::vector<WorkloadClass>& classes() const { return classes_; }
+  // The class covering `gpus`, nullptr if none (and for a single GPU).
+  const WorkloadClass* For(int gpus) const;
+  // The model and strategy a job on `gpus` GPUs runs; nullopt if no class
+  // covers it or no divisor layout of the class is valid for the model.
+  struct Resolved {
+    const WorkloadClass* cls = nullptr;
+    planner::ModelSpec model;
+    planner::Strategy strategy;
+  };
+  std::optional<Resolved> Resolve(int gpus) const;
+
+ private:
+  std::string source_;
+  std::string gpu_ = "h100";
+  std::vector<WorkloadClass> classes_;
+  std::vector<planner::ModelSpec> models_;  // parallel to classes_
+};
+
+}  // namespace tidal::sim
