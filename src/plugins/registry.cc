@@ -10,9 +10,12 @@
 #include "plugins/gang_pack/gang_pack.h"
 #include "plugins/gpu_clustering/gpu_clustering_score.h"
 #include "plugins/gpu_packing/gpu_packing_score.h"
+#include "plugins/hived/hived.h"
+#include "plugins/kueue_tas/kueue_tas.h"
 #include "plugins/random/random_score.h"
 #include "plugins/random_gang/random_gang.h"
 #include "plugins/resource_fit/resource_fit.h"
+#include "plugins/slurm_tree/slurm_tree.h"
 #include "plugins/topo/topo_place.h"
 
 namespace tidal::plugins {
@@ -72,6 +75,9 @@ Result<Profile> MakePolicyProfile(std::string_view policy, std::shared_ptr<Fragm
     // One registration line per placer.
     if (policy == "topo") p.gang = p.Own<TopoPlace>();
     if (policy == "first-fit") p.gang = p.Own<FirstFitPlace>();
+    if (policy == "slurm-tree") p.gang = p.Own<SlurmTreePlace>();
+    if (policy == "kueue-tas") p.gang = p.Own<KueueTasPlace>();
+    if (policy == "hived") p.gang = p.Own<HivedPlace>();
     if (p.gang == nullptr) {
       return MakeError(ErrorCode::kInvalidArgument, "placer '{}' is not available in this build", policy);
     }

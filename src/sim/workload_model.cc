@@ -15,11 +15,11 @@ namespace {
 constexpr std::string_view kDefault = R"(version: 1
 gpu: h100
 classes:
-  - {gpus: 2-7, model: llama3-8b, tp: 1, pp: 1, micro_batch: 1, grad_accum: 4}
-  - {gpus: 8-15, model: llama3-8b, tp: 2, pp: 1, micro_batch: 1, grad_accum: 8}
-  - {gpus: 16-63, model: llama2-13b, tp: 8, pp: 1, micro_batch: 1, grad_accum: 8}
-  - {gpus: 64-255, model: llama3-70b, tp: 8, pp: 4, micro_batch: 1, grad_accum: 16}
-  - {gpus: 256-1000000, model: llama3-405b, tp: 8, pp: 8, micro_batch: 1, grad_accum: 16}
+  - {gpus: 2-7, model: llama3-8b, tp: 1, pp: 1, micro_batch: 1, global_batch: 64}
+  - {gpus: 8-15, model: llama3-8b, tp: 2, pp: 1, micro_batch: 1, global_batch: 256}
+  - {gpus: 16-63, model: llama2-13b, tp: 8, pp: 1, micro_batch: 1, global_batch: 512}
+  - {gpus: 64-255, model: llama3-70b, tp: 8, pp: 4, micro_batch: 1, global_batch: 1024}
+  - {gpus: 256-1000000, model: llama3-405b, tp: 8, pp: 8, micro_batch: 1, global_batch: 2048}
 )";
 
 Result<int> Int(const YAML::Node& n, const std::string& where, std::string_view key, int lo, int hi) {
@@ -81,10 +81,10 @@ Result<WorkloadModel> WorkloadModel::Parse(std::string_view text, const std::str
       w.where = where;
       for (const auto& kv : c) {
         const std::string k = kv.first.as<std::string>();
-        static const char* kKeys[] = {"gpus", "model", "precision", "tp", "pp", "micro_batch", "grad_accum", "zero_stage", "recompute"};
+        static const char* kKeys[] = {"gpus", "model", "precision", "tp", "pp", "micro_batch", "global_batch", "zero_stage", "recompute"};
         if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* x) { return k == x; }) == std::end(kKeys)) {
           return MakeError(ErrorCode::kParse, "{}: unknown key '{}' (known: gpus, model, precision, tp, pp, micro_batch, "
-                                              "grad_accum, zero_stage, recompute)",
+                                              "global_batch, zero_stage, recompute)",
                            where, k);
         }
       }
@@ -116,7 +116,7 @@ Result<WorkloadModel> WorkloadModel::Parse(std::string_view text, const std::str
       if (c["tp"]) { TIDAL_ASSIGN_OR_RETURN(w.tp, Int(c["tp"], where, "tp", 1, 1024)); }
       if (c["pp"]) { TIDAL_ASSIGN_OR_RETURN(w.pp, Int(c["pp"], where, "pp", 1, 1024)); }
       if (c["micro_batch"]) { TIDAL_ASSIGN_OR_RETURN(w.micro_batch, Int(c["micro_batch"], where, "micro_batch", 1, 1024)); }
-      if (c["grad_accum"]) { TIDAL_ASSIGN_OR_RETURN(w.grad_accum, Int(c["grad_accum"], where, "grad_accum", 1, 1 << 16)); }
+      if (c["global_batch"]) { TIDAL_ASSIGN_OR_RETURN(w.global_batch, Int(c["global_batch"], where, "global_batch", 1, 1 << 24)); }
       if (c["zero_stage"]) { TIDAL_ASSIGN_OR_RETURN(w.zero_stage, Int(c["zero_stage"], where, "zero_stage", 0, 3)); }
       for (const auto& o : wm.classes_) {
         if (w.min_gpus <= o.max_gpus && o.min_gpus <= w.max_gpus) {
@@ -149,7 +149,7 @@ std::optional<WorkloadModel::Resolved> WorkloadModel::Resolve(int gpus) const {
     s.pp = pp;
     s.dp = gpus / (tp * pp);
     s.micro_batch = c->micro_batch;
-    s.grad_accum = c->grad_accum;
+    s.grad_accum = std::max(1, c->global_batch / (s.dp * s.micro_batch));
     s.zero_stage = s.dp > 1 ? c->zero_stage : 0;
     s.recompute = c->recompute;
     s.sequence_parallel = tp > 1;

@@ -27,7 +27,9 @@ struct WorkloadClass {
   int tp = 1;         // launched tensor-parallel size (reduced to a divisor of the GPU count)
   int pp = 1;         // launched pipeline-parallel size (likewise)
   int micro_batch = 1;
-  int grad_accum = 1;  // micro-batches per step per data-parallel rank
+  // Sequences per optimizer step; gradient accumulation makes it up on the
+  // data-parallel ranks there are (at least one micro-batch each).
+  int global_batch = 256;
   int zero_stage = 1;
   planner::Recompute recompute = planner::Recompute::kSelective;
   std::string where;  // file:line, for messages

@@ -11,6 +11,13 @@ using topo::Level;
 
 bool IsHost(const topo::Topology& t, DomainId d) { return t.level(d) == Level::kNode; }
 
+// A lower bound on the hosts `want` GPUs take inside d (from its largest free host).
+int32_t HostsNeeded(const ClusterState& c, const topo::Topology& t, DomainId d, int32_t want) {
+  if (IsHost(t, d)) return 1;
+  const int32_t m = std::max(1, c.domain_max_host_free(d));
+  return (want + m - 1) / m;
+}
+
 }  // namespace
 
 bool TopoPlace::ModelOk(const ClusterState& c, const PodRequest& pod, DomainId d) const {
@@ -86,13 +93,17 @@ int32_t TopoPlace::Fill(const CycleContext& ctx, const PodRequest& pod, DomainId
     const int32_t f = cap(k);
     if (f > 0) kids.push_back({f, k});
   }
-  // One child holds it all: the tightest such child.
+  // One child holds it all: the one needing the fewest hosts (its largest
+  // free host decides), then the tightest.
   const size_t mark = pieces.size();
   {
     DomainId best = topo::kNoDomain;
-    int32_t best_f = std::numeric_limits<int32_t>::max();
-    for (const auto& [f, k] : kids)
-      if (f >= want && f < best_f) best = k, best_f = f;
+    int64_t best_key = std::numeric_limits<int64_t>::max();
+    for (const auto& [f, k] : kids) {
+      if (f < want) continue;
+      const int64_t key = int64_t{HostsNeeded(c, t, k, want)} << 32 | f;
+      if (key < best_key) best = k, best_key = key;
+    }
     if (best != topo::kNoDomain) {
       if (Fill(ctx, pod, best, want, tp, pieces) == want) return want;
       pieces.resize(mark);
@@ -159,8 +170,7 @@ std::optional<Placement> TopoPlace::PlaceGang(const CycleContext& ctx, const Pod
   const Job& job = *pod.job;
   const int32_t tp = job.tp_group;
   const DomainId root = t.root();
-  const bool may_wait = ctx.cost != nullptr && job.topo_max_wait_s > 0 && job.submit_time_s &&
-                        ctx.now_s < *job.submit_time_s + job.topo_max_wait_s;
+  const int64_t waited = job.submit_time_s ? ctx.now_s - *job.submit_time_s : 0;
 
   // One host, when it fits on one.
   if (c.domain_max_host_free(root) >= n) {
@@ -181,20 +191,34 @@ std::optional<Placement> TopoPlace::PlaceGang(const CycleContext& ctx, const Pod
   for (Level l : t.levels()) {
     if (topo::LevelIndex(l) <= topo::LevelIndex(Level::kNode)) continue;
     if (topo::LevelIndex(l) > required) break;
-    DomainId tight = topo::kNoDomain, roomy = topo::kNoDomain;
+    // tight: fewest free GPUs that hold it (packs, keeps big domains whole);
+    // roomy: most whole free hosts; dense: fewest hosts needed (largest free
+    // host), then tightest — they differ where hosts differ in size.
+    DomainId pick[3] = {topo::kNoDomain, topo::kNoDomain, topo::kNoDomain};
     for (DomainId d : t.domains_at(l)) {
       const int32_t f = c.domain_free_gpus(d);
       if (f < n || !ModelOk(c, pod, d)) continue;
-      if (tight == topo::kNoDomain || f < c.domain_free_gpus(tight)) tight = d;
-      if (roomy == topo::kNoDomain || c.domain_free_hosts(d) > c.domain_free_hosts(roomy)) roomy = d;
+      if (pick[0] == topo::kNoDomain || f < c.domain_free_gpus(pick[0])) pick[0] = d;
+      if (pick[1] == topo::kNoDomain || c.domain_free_hosts(d) > c.domain_free_hosts(pick[1])) pick[1] = d;
+      if (pick[2] == topo::kNoDomain) {
+        pick[2] = d;
+      } else {
+        const int32_t h = HostsNeeded(c, t, d, n), hb = HostsNeeded(c, t, pick[2], n);
+        if (h < hb || (h == hb && f < c.domain_free_gpus(pick[2]))) pick[2] = d;
+      }
     }
-    for (DomainId d : {tight, roomy}) {
-      if (d == topo::kNoDomain || (d == roomy && roomy == tight)) continue;
+    for (int which = 0; which < 3; ++which) {
+      const DomainId d = pick[which];
+      if (d == topo::kNoDomain || std::find(pick, pick + which, d) != pick + which) continue;
       Candidate cand;
       if (Fill(ctx, pod, d, n, tp, cand.pieces) != n) continue;
       cand.domain = d;
       cand.level = topo::LevelIndex(l);
       cand.free = c.domain_free_gpus(d);
+      std::vector<NodeId> hosts;
+      for (const auto& piece : cand.pieces) hosts.push_back(piece.node);
+      std::sort(hosts.begin(), hosts.end());
+      cand.hosts = static_cast<int32_t>(std::unique(hosts.begin(), hosts.end()) - hosts.begin());
       cands.push_back(std::move(cand));
     }
     // Topology alone: the lowest level wins; with a cost model, look two levels further up.
@@ -215,6 +239,7 @@ std::optional<Placement> TopoPlace::PlaceGang(const CycleContext& ctx, const Pod
     if (pa != pb) return pa;
     if (cands[a].slowdown != cands[b].slowdown) return cands[a].slowdown < cands[b].slowdown;
     if (cands[a].level != cands[b].level) return cands[a].level < cands[b].level;
+    if (ctx.cost == nullptr && cands[a].hosts != cands[b].hosts) return cands[a].hosts < cands[b].hosts;
     if (cands[a].free != cands[b].free) return cands[a].free < cands[b].free;
     return cands[a].domain < cands[b].domain;
   };
@@ -223,7 +248,18 @@ std::optional<Placement> TopoPlace::PlaceGang(const CycleContext& ctx, const Pod
     if (best == cands.size() || better(i, best)) best = i;
   }
   if (best == cands.size()) return std::nullopt;
-  if (may_wait && cands[best].slowdown > job.topo_slowdown_ok) return std::nullopt;
+  if (ctx.cost != nullptr && cands[best].slowdown > job.topo_slowdown_ok) {
+    // Wait for a better placement? An explicit budget (--switches=N@time
+    // style), else ski rental: keep waiting while the time waited is below
+    // the run time the slowdown would add (duration x (slowdown - 1)), which
+    // bounds the job's completion time at twice the better of "start now" and
+    // "wait for the compact placement", whenever that comes.
+    int64_t budget = job.topo_max_wait_s;
+    if (budget == 0 && job.duration_s) {
+      budget = static_cast<int64_t>(static_cast<double>(*job.duration_s) * (cands[best].slowdown - 1.0));
+    }
+    if (waited < budget) return std::nullopt;
+  }
   return std::move(placements[best]);
 }
 

@@ -8,18 +8,22 @@
 //    host level take the tightest host (best fit); on the host, the
 //    tightest NVLink group / PCIe switch (framework/gang.h).
 //  * A gang that spans hosts: at each level above the host, the best-fit
-//    domain (fewest free GPUs that still hold it) and the domain with the
-//    most whole free hosts are candidates (a handful per level, not all
-//    subsets); inside a candidate, children are taken largest first with a
-//    best-fit last child, hosts give whole tensor-parallel groups
+//    domain (fewest free GPUs that still hold it), the domain with the most
+//    whole free hosts and the one needing the fewest hosts are candidates (a
+//    handful per level, not all subsets); inside a candidate, a child that
+//    holds it all (fewest hosts, then tightest) is used, else children are
+//    taken largest first with a best-fit last child; hosts give whole
+//    tensor-parallel groups
 //    (Job::tp_group) inside NVLink domains, and a gang's GPUs on different
 //    hosts use the same local indices (so DP peers share rails).
 //  * With a PlacementCost (the planner's predicted step time), candidates
 //    are scored by the job's slowdown; ties go to the lower level, then the
 //    tighter domain, then the lower domain id. Without one, the lowest level
-//    wins. A job with Job::topo_max_wait_s waits (returns no placement)
-//    while its best slowdown exceeds Job::topo_slowdown_ok and it has waited
-//    less than that, like Slurm's --switches=N@time.
+//    wins, then the fewest hosts. While its best slowdown exceeds Job::topo_slowdown_ok a job waits
+//    (no placement) for up to Job::topo_max_wait_s since submission, like
+//    Slurm's --switches=N@time; with no budget given, for as long as the
+//    slowdown would add to its run time (duration x (slowdown - 1): ski
+//    rental, so its completion is within 2x of the better choice in hindsight).
 //  * Job::topo_required limits candidates to domains at or below that level;
 //    Job::topo_preferred prefers them and falls back upwards.
 #pragma once
@@ -43,6 +47,7 @@ class TopoPlace final : public GangPlacePlugin {
     topo::DomainId domain = topo::kNoDomain;
     int level = 0;
     int32_t free = 0;
+    int32_t hosts = 0;
     double slowdown = 1;
   };
   NodeId OneHost(const CycleContext& ctx, const PodRequest& pod, topo::DomainId d, int32_t tp) const;
