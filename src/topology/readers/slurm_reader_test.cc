@@ -13,50 +13,18 @@
 #include "topology/formats.h"
 #include "topology/hostlist.h"
 #include "topology/readers/slurm.h"
+#include "topology/readers/slurm_test_util.h"
 
 namespace tidal::topo {
 namespace {
 
-const std::string kDir = std::string(TIDAL_SHARED_DIR) + "/fixtures/slurm/";
+using slurm_test::Dom;
+using slurm_test::Domains;
+using slurm_test::Fixture;
+using slurm_test::Hosts;
 
-std::string Fixture(const std::string& name) {
-  std::ifstream in(kDir + name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-#define NEED_FIXTURES()                                                                  \
-  if (!std::filesystem::exists(kDir + "SOURCES.md")) GTEST_SKIP() << "no fixtures at " << kDir
-
-// One domain above hosts, as a test compares it.
-struct Dom {
-  std::string level, parent, hosts;
-  int switches = 1, rails = 0;
-  bool operator==(const Dom&) const = default;
-};
-std::ostream& operator<<(std::ostream& o, const Dom& d) {
-  return o << "{" << d.level << ", parent " << d.parent << ", hosts " << d.hosts << ", x" << d.switches << ", rails " << d.rails << "}";
-}
-
-std::map<std::string, Dom> Domains(const Topology& t) {
-  std::map<std::string, Dom> out;
-  for (DomainId d = 0; d < t.num_domains(); ++d) {
-    if (LevelIndex(t.level(d)) <= LevelIndex(Level::kNode)) continue;
-    const Domain& x = t.domain(d);
-    std::vector<std::string> hs;
-    for (int32_t h = t.first_host(d); h < t.first_host(d) + t.hosts_under(d); ++h) hs.push_back(t.domain(t.host(h)).name);
-    out[x.name] = {std::string(LevelName(x.level)), x.parent == kNoDomain ? "" : t.domain(x.parent).name, CompressHostlist(hs),
-                   x.switches, x.rails};
-  }
-  return out;
-}
-
-std::vector<std::string> Hosts(const Topology& t) {
-  std::vector<std::string> v;
-  for (DomainId h : t.hosts()) v.push_back(t.domain(h).name);
-  return v;
-}
+#define NEED_FIXTURES() \
+  if (!slurm_test::HaveFixtures()) GTEST_SKIP() << "no fixtures at " << slurm_test::kDir
 
 std::string Notes(const Topology& t) {
   std::string s;
@@ -216,9 +184,8 @@ TEST(SlurmReader, ManPageYamlDefaultNamedAndFlat) {
 
 TEST(SlurmReader, FixturesAreDetectedAndDispatched) {
   NEED_FIXTURES();
-  for (const auto& e : std::filesystem::directory_iterator(kDir)) {
-    const std::string name = e.path().filename().string();
-    if (name == "SOURCES.md") continue;
+  ASSERT_EQ(slurm_test::FixtureNames().size(), 7u);
+  for (const std::string& name : slurm_test::FixtureNames()) {
     const std::string text = Fixture(name);
     auto f = DetectFormat(text, name);
     ASSERT_TRUE(f) << name << ": " << f.error().message;
@@ -442,47 +409,15 @@ TEST(SlurmReader, BadInputsNameFileLineAndProblem) {
 
 // --- robustness ---------------------------------------------------------------
 
-// Deterministic mutations: replaced, inserted, deleted bytes (biased to the
-// characters that matter to the syntax), truncation, duplicated or swapped lines.
-std::string Mutate(std::string s, std::mt19937_64& rng) {
-  static const std::string kChars = "[]-,=#\\\" \t\n\r:{}'|&*!0123456789abcnsxN_.+%\x01\xff";
-  auto pick = [&](size_t n) { return n == 0 ? size_t{0} : static_cast<size_t>(rng() % n); };
-  const int ops = 1 + static_cast<int>(rng() % 4);
-  for (int i = 0; i < ops; ++i) {
-    switch (rng() % 7) {
-      case 0: if (!s.empty()) s[pick(s.size())] = kChars[pick(kChars.size())]; break;
-      case 1: s.insert(s.begin() + static_cast<std::ptrdiff_t>(pick(s.size() + 1)), kChars[pick(kChars.size())]); break;
-      case 2: if (!s.empty()) { const size_t p = pick(s.size()); s.erase(p, 1 + pick(12)); } break;
-      case 3: s.resize(pick(s.size() + 1)); break;
-      case 4: case 5: {
-        std::vector<std::string> lines;
-        std::stringstream ss(s);
-        for (std::string l; std::getline(ss, l);) lines.push_back(l);
-        if (lines.empty()) break;
-        const size_t a = pick(lines.size()), b = pick(lines.size());
-        if (rng() % 2) lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(b), lines[a]);
-        else std::swap(lines[a], lines[b]);
-        s.clear();
-        for (const auto& l : lines) s += l + "\n";
-        break;
-      }
-      default: if (!s.empty()) { const size_t p = pick(s.size()); s.insert(p, s.substr(p, 1 + pick(20))); } break;
-    }
-  }
-  return s;
-}
-
 TEST(SlurmReader, MutatedFixturesNeverCrash) {
   NEED_FIXTURES();
   int accepted = 0, rejected = 0;
-  for (const auto& e : std::filesystem::directory_iterator(kDir)) {
-    const std::string name = e.path().filename().string();
-    if (name == "SOURCES.md") continue;
+  for (const std::string& name : slurm_test::FixtureNames()) {
     const std::string text = Fixture(name);
     const bool yaml = name.ends_with(".yaml");
-    std::mt19937_64 rng(std::hash<std::string>{}(name) ^ 20240601);
+    std::mt19937_64 rng(slurm_test::Seed(name));
     for (int i = 0; i < 3000; ++i) {
-      const std::string m = Mutate(text, rng);
+      const std::string m = slurm_test::Mutate(text, rng);
       auto t = yaml ? ReadSlurmTopologyYaml(m, "fuzz.src", i % 3 == 0 ? "topo2" : "") : ReadSlurmTopologyConf(m, "fuzz.src");
       if (t) {
         ++accepted;

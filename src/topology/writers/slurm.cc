@@ -177,7 +177,7 @@ Result<Blocks> BlocksOf(const Topology& t) {
   // reader notes bigger blocks' spares); aggregates double up to all blocks.
   for (size_t k = 1; k <= b.lines.size() && k <= (size_t{1} << 15); k *= 2) b.sizes.push_back(static_cast<int64_t>(base * k));
   if (!nvlink.empty()) {
-    b.comments.push_back(fmt::format("blocks {} are NVLink domains; Slurm's files cannot say so", Hostlist(nvlink)));
+    b.comments.push_back(fmt::format("NVLink domains, which Slurm's files cannot mark: block(s) {}", Hostlist(nvlink)));
   }
   return b;
 }
@@ -232,12 +232,13 @@ Result<std::string> WriteSlurmTopologyYaml(const Topology& t) {
   if (t.num_hosts() == 0) return MakeError(ErrorCode::kInvalidArgument, "{}: the topology has no hosts; nothing to write", t.source());
   TIDAL_ASSIGN_OR_RETURN(Tree tree, TreeOf(t));
   TIDAL_ASSIGN_OR_RETURN(Blocks blocks, BlocksOf(t));
+  // Comments go on top: yaml-cpp would append them to the previous line.
+  std::string head = fmt::format("# topology.yaml written by tidal from {}\n", OneLine(t.source()));
+  for (const auto& c : tree.comments) head += "# tidal: " + c + "\n";
   YAML::Emitter y;
-  y << YAML::Comment(fmt::format("topology.yaml written by tidal from {}", OneLine(t.source())));
   y << YAML::BeginSeq;
   y << YAML::BeginMap << YAML::Key << "topology" << YAML::Value << "tree";
   y << YAML::Key << "cluster_default" << YAML::Value << true;
-  for (const auto& c : tree.comments) y << YAML::Comment("tidal: " + c);
   y << YAML::Key << "tree" << YAML::Value << YAML::BeginMap << YAML::Key << "switches" << YAML::Value << YAML::BeginSeq;
   for (const auto& l : tree.lines) {
     y << YAML::BeginMap << YAML::Key << "switch" << YAML::Value << l.name;
@@ -247,13 +248,13 @@ Result<std::string> WriteSlurmTopologyYaml(const Topology& t) {
   }
   y << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
   if (!blocks.lines.empty()) {
-    y << YAML::BeginMap << YAML::Key << "topology" << YAML::Value << "block";
-    y << YAML::Key << "cluster_default" << YAML::Value << false;
     if (!blocks.outside.empty()) {
-      blocks.comments.push_back(fmt::format("{} host(s) are in no block ({}); partitions on this topology cannot use them",
+      blocks.comments.push_back(fmt::format("{} host(s) are in no block ({}); partitions on topology 'block' cannot use them",
                                             blocks.outside.size(), Hostlist(blocks.outside)));
     }
-    for (const auto& c : blocks.comments) y << YAML::Comment("tidal: " + c);
+    for (const auto& c : blocks.comments) head += "# tidal: " + c + "\n";
+    y << YAML::BeginMap << YAML::Key << "topology" << YAML::Value << "block";
+    y << YAML::Key << "cluster_default" << YAML::Value << false;
     y << YAML::Key << "block" << YAML::Value << YAML::BeginMap;
     y << YAML::Key << "block_sizes" << YAML::Value << YAML::Flow << blocks.sizes;
     y << YAML::Key << "blocks" << YAML::Value << YAML::BeginSeq;
@@ -265,7 +266,7 @@ Result<std::string> WriteSlurmTopologyYaml(const Topology& t) {
   }
   y << YAML::EndSeq;
   if (!y.good()) return MakeError(ErrorCode::kInternal, "{}: writing topology.yaml failed: {}", t.source(), y.GetLastError());
-  return std::string(y.c_str()) + "\n";
+  return head + y.c_str() + "\n";
 }
 
 }  // namespace tidal::topo
