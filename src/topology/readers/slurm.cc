@@ -229,10 +229,10 @@ Result<SlurmTopo> ParseConf(std::string_view text, const std::string& source) {
       if (p.lower == "nodes") {
         slurm::Names& names = kind == Kind::kTree ? sw.nodes : grp.nodes;
         names.given = true;
-        TIDAL_ASSIGN_OR_RETURN(names.names, slurm::ExpandNames(p.value, p.key, where));
+        TIDAL_ASSIGN_OR_RETURN(names.names, slurm::ExpandNames(p.value, p.key + "=", where));
       } else if (kind == Kind::kTree && p.lower == "switches") {
         sw.switches.given = true;
-        TIDAL_ASSIGN_OR_RETURN(sw.switches.names, slurm::ExpandNames(p.value, p.key, where));
+        TIDAL_ASSIGN_OR_RETURN(sw.switches.names, slurm::ExpandNames(p.value, p.key + "=", where));
       } else if (kind == Kind::kTree && p.lower == "linkspeed") {
         TIDAL_ASSIGN_OR_RETURN(sw.link_speed, ParseUint(p.value, p.key, where));
       } else {
@@ -281,7 +281,7 @@ Result<slurm::Names> YamlNames(const YamlCtx& c, const YAML::Node& n, std::strin
   slurm::Names out;
   out.given = true;
   TIDAL_ASSIGN_OR_RETURN(std::string list, YamlString(c, n, key));
-  TIDAL_ASSIGN_OR_RETURN(out.names, slurm::ExpandNames(list, key, c.Where(n)));
+  TIDAL_ASSIGN_OR_RETURN(out.names, slurm::ExpandNames(list, fmt::format("{}:", key), c.Where(n)));
   return out;
 }
 
@@ -315,6 +315,7 @@ Result<YamlTopo> ParseYamlTopology(const YamlCtx& c, const YAML::Node& e) {
   TIDAL_RETURN_IF_ERROR(YamlKeys(c, e, {"topology", "cluster_default", "tree", "block", "flat", "ring", "torus3d"}, "a topology"));
   YamlTopo out;
   SlurmTopo& t = out.topo;
+  t.yaml = true;
   t.where = c.Where(e);
   if (!e["topology"]) return MakeError(ErrorCode::kParse, "{}: a topology needs 'topology: <name>' (its first attribute)", t.where);
   TIDAL_ASSIGN_OR_RETURN(t.name, YamlString(c, e["topology"], "topology"));

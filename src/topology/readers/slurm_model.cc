@@ -35,7 +35,7 @@ Status CheckRangeSizes(std::string_view list, std::string_view key, const std::s
       const bool ok_b = !b.empty() && b.size() <= 18 && std::from_chars(b.data(), b.data() + b.size(), hi).ptr == b.data() + b.size();
       if (ok_a && ok_b && hi >= lo) total += hi - lo + 1;
       if (total > kMaxNamesPerList) {
-        return MakeError(ErrorCode::kParse, "{}: {}={} names more than {} hosts in one bracket; Slurm's hostlist stops at {} per range",
+        return MakeError(ErrorCode::kParse, "{}: {}{} names more than {} hosts in one bracket; Slurm's hostlist stops at {} per range",
                          where, key, list.size() > 80 ? std::string(list.substr(0, 80)) + "..." : std::string(list),
                          kMaxNamesPerList, kMaxNamesPerList);
       }
@@ -102,18 +102,20 @@ Result<Topology> BuildTree(const SlurmTopo& topo, const std::string& source, con
     return MakeError(ErrorCode::kParse, "{}: topology{}{} has no switches; a tree topology needs SwitchName= lines (switches: in YAML)",
                      topo.where, topo.name.empty() ? "" : " ", topo.name);
   }
+  // The keys as the file spells them.
+  const std::string_view kNodes = topo.yaml ? "nodes:" : "Nodes=", kSwitches = topo.yaml ? "children:" : "Switches=";
   std::set<std::string> nodes, switches;
   for (const SwitchDef& s : topo.switches) {
     if (s.nodes.given && s.switches.given) {
       // switch_record.c: error("switch %s has both child switches and nodes").
-      return MakeError(ErrorCode::kParse, "{}: switch '{}' has both Nodes= and Switches=; Slurm rejects that (a switch holds either "
-                       "nodes or switches): put the nodes on a leaf switch of their own", s.where, s.name);
+      return MakeError(ErrorCode::kParse, "{}: switch '{}' has both {} and {}; Slurm rejects that (a switch holds either nodes or "
+                       "switches): put the nodes on a leaf switch of their own", s.where, s.name, kNodes, kSwitches);
     }
     if (!s.nodes.given && !s.switches.given) {
-      return MakeError(ErrorCode::kParse, "{}: switch '{}' has neither Nodes= nor Switches=; name the nodes of a leaf switch or the "
-                       "child switches of an upper one", s.where, s.name);
+      return MakeError(ErrorCode::kParse, "{}: switch '{}' has neither {} nor {}; name the nodes of a leaf switch or the child "
+                       "switches of an upper one", s.where, s.name, kNodes, kSwitches);
     }
-    TIDAL_RETURN_IF_ERROR(CheckName(s.name, "SwitchName", s.where));
+    TIDAL_RETURN_IF_ERROR(CheckName(s.name, topo.yaml ? "switch" : "SwitchName", s.where));
     if (s.name.size() > kMaxSwitchName) {
       return MakeError(ErrorCode::kParse, "{}: switch name '{}' has {} characters; Slurm allows at most {}", s.where, s.name,
                        s.name.size(), kMaxSwitchName);
@@ -158,17 +160,18 @@ Result<Topology> BuildTree(const SlurmTopo& topo, const std::string& source, con
   }
   for (const SwitchDef& s : topo.switches) {
     for (const auto& c : s.switches.names) {
-      if (c == s.name) return MakeError(ErrorCode::kParse, "{}: switch '{}' lists itself in Switches= (a cycle)", s.where, s.name);
+      if (c == s.name) return MakeError(ErrorCode::kParse, "{}: switch '{}' lists itself in {} (a cycle)", s.where, s.name, kSwitches);
       if (switches.contains(c)) {
         g.Connect(s.name, c, s.where);
         continue;
       }
       if (nodes.contains(c)) {
-        return MakeError(ErrorCode::kParse, "{}: switch '{}' lists '{}' in Switches=, but '{}' is a node; nodes go in Nodes= of a "
-                         "leaf switch", s.where, s.name, c, c);
+        return MakeError(ErrorCode::kParse, "{}: switch '{}' lists '{}' in {}, but '{}' is a node; nodes go in {} of a leaf switch",
+                         s.where, s.name, c, kSwitches, c, kNodes);
       }
-      return MakeError(ErrorCode::kParse, "{}: switch '{}' lists '{}' in Switches=, but no switch of that name is defined; add a "
-                       "SwitchName={} line or fix the name", s.where, s.name, c, c);
+      return MakeError(ErrorCode::kParse, "{}: switch '{}' lists '{}' in {}, but no switch of that name is defined; add {} or fix "
+                       "the name", s.where, s.name, c, kSwitches,
+                       topo.yaml ? fmt::format("'- switch: {}'", c) : fmt::format("a SwitchName={} line", c));
     }
     for (const auto& n : s.nodes.names) {
       auto b = block_of.find(n);
@@ -261,9 +264,10 @@ Result<Topology> BuildGroups(const SlurmTopo& topo, const std::string& source) {
   for (const auto& n : topo.notes) b.AddNote(n);
   std::unordered_map<std::string, const GroupDef*> by_name, host_in;
   for (const GroupDef& g : topo.groups) {
-    TIDAL_RETURN_IF_ERROR(CheckName(g.name, ring ? "RingName" : "BlockName", g.where));
+    TIDAL_RETURN_IF_ERROR(CheckName(g.name, topo.yaml ? what : ring ? "RingName" : "BlockName", g.where));
     if (!g.nodes.given || g.nodes.names.empty()) {
-      return MakeError(ErrorCode::kParse, "{}: {} '{}' names no nodes; give Nodes=<host list>", g.where, what, g.name);
+      return MakeError(ErrorCode::kParse, "{}: {} '{}' names no nodes; give {}<host list>", g.where, what, g.name,
+                       topo.yaml ? "nodes: " : "Nodes=");
     }
     if (ring && g.nodes.names.size() > kMaxRingNodes) {
       return MakeError(ErrorCode::kParse, "{}: ring '{}' has {} nodes; Slurm allows at most {} per ring (topology.conf(5))", g.where,
@@ -327,9 +331,9 @@ Status CheckName(std::string_view name, std::string_view what, const std::string
 Result<std::vector<std::string>> ExpandNames(std::string_view list, std::string_view key, const std::string& where) {
   TIDAL_RETURN_IF_ERROR(CheckRangeSizes(list, key, where));
   auto names = ExpandHostlist(list, kMaxNamesPerList);
-  if (!names) return MakeError(ErrorCode::kParse, "{}: {}= {}; fix the host list (Slurm syntax: tux[0-3,12])", where, key, names.error().message);
-  if (names->empty()) return MakeError(ErrorCode::kParse, "{}: {}= is empty; give a host list like tux[0-3]", where, key);
-  for (const auto& n : *names) TIDAL_RETURN_IF_ERROR(CheckName(n, fmt::format("a name in {}=", key), where));
+  if (!names) return MakeError(ErrorCode::kParse, "{}: {} {}; fix the host list (Slurm syntax: tux[0-3,12])", where, key, names.error().message);
+  if (names->empty()) return MakeError(ErrorCode::kParse, "{}: {} is empty; give a host list like tux[0-3]", where, key);
+  for (const auto& n : *names) TIDAL_RETURN_IF_ERROR(CheckName(n, fmt::format("a name in {}", key), where));
   return names;
 }
 
@@ -340,10 +344,11 @@ Result<Topology> BuildTopology(const SlurmTopo& topo, const std::string& source,
     case Kind::kRing: return BuildGroups(topo, source);
     case Kind::kFlat:
       return MakeError(ErrorCode::kParse, "{}: topology '{}' is flat (topology/flat): it names no switches, blocks or nodes, so "
-                       "there is no topology to read; choose another topology of the file", topo.where, topo.name);
+                       "there is no topology to read; read another topology of the file (name it, or give it cluster_default: true)",
+                       topo.where, topo.name);
     case Kind::kTorus3d:
-      return MakeError(ErrorCode::kParse, "{}: topology '{}' is a 3D torus (topology/torus3d), which tidal does not model; choose a "
-                       "tree, block or ring topology of the file", topo.where, topo.name);
+      return MakeError(ErrorCode::kParse, "{}: topology '{}' is a 3D torus (topology/torus3d), which tidal does not model; read a "
+                       "tree, block or ring topology of the file (name it, or give it cluster_default: true)", topo.where, topo.name);
   }
   return MakeError(ErrorCode::kInternal, "unhandled Slurm topology kind");
 }

@@ -54,9 +54,11 @@ struct SlurmTopo {
   std::vector<int64_t> block_sizes;
   std::string block_sizes_where;
   std::vector<std::string> notes;  // the reader's, added to the topology built
+  bool yaml = false;               // messages name topology.yaml's keys (nodes:, children:)
 };
 
-// Expands a Slurm host list for `key` at `where`; the error names both.
+// Expands a Slurm host list given as `key` ("Nodes=", "children:") at
+// `where`; an error names both.
 Result<std::vector<std::string>> ExpandNames(std::string_view list, std::string_view key, const std::string& where);
 
 // Checks a name Slurm would accept and tidal can write back (no blank,

@@ -143,6 +143,15 @@ Result<Tree> TreeOf(const Topology& t) {
   };
   TIDAL_RETURN_IF_ERROR(visit(t.root()));
   if (tree.lines.empty()) return MakeError(ErrorCode::kInvalidArgument, "{}: no switch has hosts under it; nothing to write", t.source());
+  // Expanded member names must not meet another switch or a host: the file would not read back.
+  std::set<std::string> seen;
+  for (DomainId h : t.hosts()) seen.insert(t.domain(h).name);
+  for (const auto& l : tree.lines) {
+    if (!seen.insert(l.name).second) {
+      return MakeError(ErrorCode::kInvalidArgument, "{}: two switches or a switch and a host would both be named '{}' in Slurm's "
+                       "file; rename one", t.source(), l.name);
+    }
+  }
   return tree;
 }
 
