@@ -47,9 +47,19 @@ Status CheckRangeSizes(std::string_view list, std::string_view key, const std::s
   return Ok();
 }
 
+// The name of a root that tidal adds over several top-level items. The
+// builder would add one too, but its "cluster" / "cluster-root" can meet a
+// name of the file; this one cannot.
+std::string RootName(const std::set<std::string>& used) {
+  std::string n = "cluster";
+  for (int i = 1; used.contains(n); ++i) n = i == 1 ? "cluster-root" : fmt::format("cluster-root{}", i);
+  return n;
+}
+
 // Notes a tree reader owes its user: LinkSpeed values, merged parallel
-// switches and top-level switches without a common parent.
-void TreeNotes(const SlurmTopo& topo, FabricGraph& g) {
+// switches and top-level switches without a common parent. Returns those
+// top-level switches when there are several groups of them (else none).
+std::vector<std::string> TreeNotes(const SlurmTopo& topo, FabricGraph& g) {
   std::map<uint32_t, std::vector<std::string>> by_speed;
   for (const SwitchDef& s : topo.switches)
     if (s.link_speed) by_speed[*s.link_speed].push_back(s.name);
@@ -90,11 +100,11 @@ void TreeNotes(const SlurmTopo& topo, FabricGraph& g) {
                             CompressHostlist(names), CompressHostlist(key.second), names.size()));
     }
   }
-  if (top_groups > 1) {
-    g.AddNote(fmt::format("{} have no common parent switch: Slurm runs no job across them unless TopologyParam=TopoOptional "
-                          "(Topology Guide); tidal joins them under a synthetic root",
-                          CompressHostlist(tops)));
-  }
+  if (top_groups < 2) return {};
+  g.AddNote(fmt::format("{} have no common parent switch: Slurm runs no job across them unless TopologyParam=TopoOptional "
+                        "(Topology Guide); tidal joins them under a synthetic root",
+                        CompressHostlist(tops)));
+  return tops;
 }
 
 Result<Topology> BuildTree(const SlurmTopo& topo, const std::string& source, const SlurmTopo* blocks) {
@@ -125,8 +135,17 @@ Result<Topology> BuildTree(const SlurmTopo& topo, const std::string& source, con
   }
   FabricGraph g(source);
   for (const auto& n : topo.notes) g.AddNote(n);
-  TreeNotes(topo, g);
+  const std::vector<std::string> tops = TreeNotes(topo, g);
   for (const SwitchDef& s : topo.switches) TIDAL_RETURN_IF_ERROR(g.AddSwitch(s.name, std::nullopt, s.where));
+  if (!tops.empty()) {
+    std::set<std::string> used = switches;
+    used.insert(nodes.begin(), nodes.end());
+    if (blocks)
+      for (const GroupDef& b : blocks->groups) used.insert(b.name);
+    const std::string root = RootName(used);
+    TIDAL_RETURN_IF_ERROR(g.AddSwitch(root, std::nullopt, topo.where));
+    for (const auto& top : tops) g.Connect(root, top, topo.where);
+  }
   // Blocks inside the tree: each under the leaf (or parallel leaves) of its hosts.
   std::unordered_map<std::string, const GroupDef*> block_of;
   if (blocks) {
@@ -262,6 +281,15 @@ Result<Topology> BuildGroups(const SlurmTopo& topo, const std::string& source) {
   TIDAL_RETURN_IF_ERROR(CheckBlockSizes(topo));
   TopologyBuilder b(source);
   for (const auto& n : topo.notes) b.AddNote(n);
+  DomainId root = kNoDomain;
+  if (topo.groups.size() > 1) {  // a flat set of blocks behind one switch, as the builder would make it
+    std::set<std::string> used;
+    for (const GroupDef& g : topo.groups) {
+      used.insert(g.name);
+      used.insert(g.nodes.names.begin(), g.nodes.names.end());
+    }
+    root = b.AddDomain(Level::kLeaf, RootName(used), kNoDomain, topo.where);
+  }
   std::unordered_map<std::string, const GroupDef*> by_name, host_in;
   for (const GroupDef& g : topo.groups) {
     TIDAL_RETURN_IF_ERROR(CheckName(g.name, topo.yaml ? what : ring ? "RingName" : "BlockName", g.where));
@@ -277,7 +305,7 @@ Result<Topology> BuildGroups(const SlurmTopo& topo, const std::string& source) {
       return MakeError(ErrorCode::kParse, "{}: {} '{}' is defined twice (first at {}); names must be unique", g.where, what, g.name,
                        it->second->where);
     }
-    const DomainId id = b.AddDomain(Level::kBlock, g.name, kNoDomain, g.where);
+    const DomainId id = b.AddDomain(Level::kBlock, g.name, root, g.where);
     b.mutable_domain(id).nvlink = false;  // the file does not say; see the note below
     for (const auto& h : g.nodes.names) {
       if (auto [it, inserted] = host_in.emplace(h, &g); !inserted) {

@@ -235,6 +235,20 @@ TEST(SlurmReader, LeavesWithoutCommonParentGetASyntheticRoot) {
             std::string::npos) << Notes(*t);
 }
 
+TEST(SlurmReader, SyntheticRootNeverTakesAFileName) {
+  // Switches "cluster" and "cluster-root" and no common parent: the root tidal adds is a third name.
+  auto t = ReadSlurmTopologyConf("SwitchName=cluster Nodes=a\nSwitchName=cluster-root Nodes=b\n", "cr.conf");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(Domains(*t), (std::map<std::string, Dom>{{"cluster-root2", {"spine", "", "a,b"}},
+                                                     {"cluster", {"leaf", "cluster-root2", "a"}},
+                                                     {"cluster-root", {"leaf", "cluster-root2", "b"}}}));
+  auto b = ReadSlurmTopologyConf("BlockName=b1 Nodes=cluster\nBlockName=b2 Nodes=n1\n", "cb.conf");
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_EQ(Domains(*b), (std::map<std::string, Dom>{{"cluster-root", {"leaf", "", "cluster,n1"}},
+                                                     {"b1", {"block", "cluster-root", "cluster"}},
+                                                     {"b2", {"block", "cluster-root", "n1"}}}));
+}
+
 TEST(SlurmReader, BlocksWithoutBlockSizesAndSmallBlocks) {
   auto t = ReadSlurmTopologyConf("BlockName=b1 Nodes=n[1-18]\nBlockName=b2 Nodes=n[19-36]\nBlockName=b3 Nodes=n[37-52]\n", "b.conf");
   ASSERT_TRUE(t) << t.error().message;

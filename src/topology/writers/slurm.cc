@@ -211,11 +211,11 @@ Result<std::string> WriteSlurmTopologyConf(const Topology& t) {
                        "(a tree topology with every host, and the blocks)", t.source(), b.outside.size(), Hostlist(b.outside));
     }
     out += fmt::format("# topology.conf for TopologyPlugin=topology/block, written by tidal from {}\n", OneLine(t.source()));
-    // The builder's synthetic root over several blocks reads back by itself.
+    // The root a reader adds over several blocks ("cluster", "cluster-root"...) reads back by itself.
     const std::string& root = t.domain(t.root()).name;
+    const bool synthetic_root = root == "cluster" || root.starts_with("cluster-root");
     size_t switches = 0;
-    for (DomainId d = 0; d < t.num_domains(); ++d)
-      switches += IsSwitch(t.level(d)) && !(d == t.root() && (root == "cluster" || root == "cluster-root"));
+    for (DomainId d = 0; d < t.num_domains(); ++d) switches += IsSwitch(t.level(d)) && !(d == t.root() && synthetic_root);
     if (switches > 0) {
       b.comments.push_back(fmt::format("the {} switch domains above the blocks are not written: topology.conf holds one plugin's "
                                        "lines; export --to slurm-yaml for the tree and the blocks", switches));
