@@ -99,7 +99,8 @@ Result<Topology> TopologyBuilder::Build() && {
     Domain root;
     root.level = kAllLevels[static_cast<size_t>(LevelIndex(top) + 1)];
     if (root.level == Level::kBlock) root.level = Level::kLeaf;  // a flat set of hosts behind one switch
-    root.name = names.contains("cluster") ? "cluster-root" : "cluster";
+    root.name = "cluster";
+    for (int k = 2; names.contains(root.name); ++k) root.name = fmt::format("cluster-{}", k);
     root.link = DefaultLink(root.level, false);
     out.push_back(root);
     for (auto it = tops.rbegin(); it != tops.rend(); ++it) stack.push_back({*it, 0});

@@ -87,7 +87,7 @@ Result<ExportFormat> ParseExportFormat(std::string_view name) {
 }
 
 Result<Format> DetectFormat(std::string_view text, std::string_view source) {
-  const auto lines = HeadLines(text, 40);
+  const auto lines = HeadLines(text, 400);
   if (lines.empty()) return MakeError(ErrorCode::kParse, "{}: the file is empty; a topology file has at least one host", source);
   int gpu_rows = 0;
   for (std::string_view l : lines) {
@@ -97,9 +97,10 @@ Result<Format> DetectFormat(std::string_view text, std::string_view source) {
     if (StartsWithNoCase(l, "- topology:")) return Format::kSlurmYaml;
     if (StartsWithNoCase(l, "version:")) return Format::kTidalYaml;
     if (StartsWithNoCase(l, "ip,DSW,PSW,ASW") || StartsWithNoCase(l, "\xEF\xBB\xBFip,DSW")) return Format::kLingjunCsv;
+    if (StartsWithNoCase(l, "#")) continue;  // comments say nothing reliable (a Slurm file may call itself a topology file)
     if (StartsWithNoCase(l, "Switch") || StartsWithNoCase(l, "Ca ") || StartsWithNoCase(l, "Ca\t") ||
         StartsWithNoCase(l, "Ca  :") || StartsWithNoCase(l, "CA:") || StartsWithNoCase(l, "vendid=") ||
-        StartsWithNoCase(l, "# Topology file") || StartsWithNoCase(l, "Non-Chassis Nodes"))
+        StartsWithNoCase(l, "Non-Chassis Nodes"))
       return Format::kIbnetdiscover;
     if (StartsWithNoCase(l, "GPU0") && (l.find(" X") != std::string_view::npos || l.find("\tX") != std::string_view::npos)) ++gpu_rows;
     if (l.find("GPU0") != std::string_view::npos && (l.find("GPU1") != std::string_view::npos || l.find("CPU Affinity") != std::string_view::npos))

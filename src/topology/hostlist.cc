@@ -26,7 +26,7 @@ Result<std::vector<std::string_view>> SplitTop(std::string_view s) {
   return out;
 }
 
-Result<std::vector<std::string>> ExpandBracket(std::string_view whole, std::string_view inner) {
+Result<std::vector<std::string>> ExpandBracket(std::string_view whole, std::string_view inner, size_t max_names) {
   std::vector<std::string> out;
   size_t pos = 0;
   while (pos <= inner.size()) {
@@ -46,7 +46,9 @@ Result<std::vector<std::string>> ExpandBracket(std::string_view whole, std::stri
       return MakeError(ErrorCode::kParse, "host list '{}': '{}' is not a number or range like 1-8", whole, part);
     }
     if (hi < lo) return MakeError(ErrorCode::kParse, "host list '{}': range '{}' runs backwards", whole, part);
-    if (hi - lo > 10'000'000) return MakeError(ErrorCode::kParse, "host list '{}': range '{}' is too large", whole, part);
+    if (hi - lo >= max_names || out.size() + (hi - lo) >= max_names) {
+      return MakeError(ErrorCode::kParse, "host list '{}': range '{}' names more than {} hosts", whole, part, max_names);
+    }
     const size_t width = a.size() > 1 && a[0] == '0' ? a.size() : 0;
     for (uint64_t v = lo; v <= hi; ++v) {
       std::string n = std::to_string(v);
@@ -78,7 +80,7 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view list, size_t ma
       for (auto& n : names) n += lit;
       if (open == std::string_view::npos) break;
       const size_t close = part.find(']', open);
-      TIDAL_ASSIGN_OR_RETURN(auto nums, ExpandBracket(list, part.substr(open + 1, close - open - 1)));
+      TIDAL_ASSIGN_OR_RETURN(auto nums, ExpandBracket(list, part.substr(open + 1, close - open - 1), max_hosts));
       if (names.size() * nums.size() + out.size() > max_hosts) {
         return MakeError(ErrorCode::kParse, "host list '{}' names more than {} hosts", list, max_hosts);
       }
