@@ -175,6 +175,17 @@ void ClusterState::UpdateHostAggregates(NodeId n, int32_t old_whole) {
     const int32_t delta = is_free ? 1 : -1;
     for (topo::DomainId d = host; d != topo::kNoDomain; d = t.parent(d)) dom_free_hosts_[static_cast<size_t>(d)] += delta;
   }
+  {
+    const size_t from = static_cast<size_t>(std::min(old_whole, kFreeHistogram - 1));
+    const size_t to = static_cast<size_t>(std::min(now, kFreeHistogram - 1));
+    if (from != to) {
+      for (topo::DomainId d = host; d != topo::kNoDomain; d = t.parent(d)) {
+        int32_t* h = dom_free_hist_.data() + static_cast<size_t>(d) * kFreeHistogram;
+        --h[from];
+        ++h[to];
+      }
+    }
+  }
   dom_max_host_free_[static_cast<size_t>(host)] = now;
   // Upwards while the maximum moves: a rise only needs a comparison, a fall
   // a recount over the children.
@@ -236,6 +247,7 @@ Status ClusterState::AttachTopology(std::shared_ptr<const topo::Topology> topolo
   dom_free_hosts_.assign(nd, 0);
   dom_max_host_free_.assign(nd, 0);
   dom_model_.assign(nd, kNoGpuModel);
+  dom_free_hist_.assign(nd * kFreeHistogram, 0);
   for (size_t d = nd; d-- > 0;) {
     const auto id = static_cast<topo::DomainId>(d);
     if (t.level(id) == topo::Level::kGpu) {
@@ -247,6 +259,7 @@ Status ClusterState::AttachTopology(std::shared_ptr<const topo::Topology> topolo
       dom_free_hosts_[d] = gpu_count_[n] > 0 && free_whole_[n] == gpu_count_[n];
       dom_max_host_free_[d] = free_whole_[n];
       dom_model_[d] = gpu_model_[n];
+      ++dom_free_hist_[d * kFreeHistogram + static_cast<size_t>(std::min(free_whole_[n], kFreeHistogram - 1))];
     }
     const topo::DomainId p = t.parent(id);
     if (p == topo::kNoDomain) continue;
@@ -255,6 +268,8 @@ Status ClusterState::AttachTopology(std::shared_ptr<const topo::Topology> topolo
     if (t.level(id) != topo::Level::kGpu && topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode)) {
       dom_free_hosts_[pi] += dom_free_hosts_[d];
       dom_max_host_free_[pi] = std::max(dom_max_host_free_[pi], dom_max_host_free_[d]);
+      for (int32_t k = 0; k < kFreeHistogram; ++k)
+        dom_free_hist_[pi * kFreeHistogram + static_cast<size_t>(k)] += dom_free_hist_[d * kFreeHistogram + static_cast<size_t>(k)];
       const GpuModelId m = dom_model_[d];
       if (m != kNoGpuModel) {
         GpuModelId& pm = dom_model_[pi];
@@ -329,7 +344,7 @@ Status ClusterState::CheckInvariants() const {
   if (!topo_) return Ok();
   const topo::Topology& t = *topo_;
   const size_t nd = static_cast<size_t>(t.num_domains());
-  std::vector<int32_t> gpus(nd, 0), hosts(nd, 0), maxh(nd, 0);
+  std::vector<int32_t> gpus(nd, 0), hosts(nd, 0), maxh(nd, 0), hist(nd * kFreeHistogram, 0);
   for (size_t d = nd; d-- > 0;) {
     const auto id = static_cast<topo::DomainId>(d);
     if (t.level(id) == topo::Level::kGpu) {
@@ -340,6 +355,13 @@ Status ClusterState::CheckInvariants() const {
       const NodeId n = host_node_[static_cast<size_t>(t.host_index(id))];
       hosts[d] = gpu_count_[n] > 0 && free_whole_[n] == gpu_count_[n];
       maxh[d] = free_whole_[n];
+      ++hist[d * kFreeHistogram + static_cast<size_t>(std::min(free_whole_[n], kFreeHistogram - 1))];
+    }
+    if (topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode) &&
+        !std::equal(hist.begin() + static_cast<std::ptrdiff_t>(d * kFreeHistogram),
+                    hist.begin() + static_cast<std::ptrdiff_t>((d + 1) * kFreeHistogram),
+                    dom_free_hist_.begin() + static_cast<std::ptrdiff_t>(d * kFreeHistogram))) {
+      return MakeError(ErrorCode::kInternal, "topology domain '{}': free-host histogram drifted", t.DomainName(id));
     }
     if (gpus[d] != dom_free_gpus_[d] || (topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode) &&
                                          (hosts[d] != dom_free_hosts_[d] || maxh[d] != dom_max_host_free_[d]))) {
@@ -352,6 +374,8 @@ Status ClusterState::CheckInvariants() const {
     if (t.level(id) != topo::Level::kGpu && topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode)) {
       hosts[static_cast<size_t>(p)] += hosts[d];
       maxh[static_cast<size_t>(p)] = std::max(maxh[static_cast<size_t>(p)], maxh[d]);
+      for (int32_t k = 0; k < kFreeHistogram; ++k)
+        hist[static_cast<size_t>(p) * kFreeHistogram + static_cast<size_t>(k)] += hist[d * kFreeHistogram + static_cast<size_t>(k)];
     }
   }
   return Ok();

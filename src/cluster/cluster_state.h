@@ -20,6 +20,7 @@
 // The scheduler is the only writer; everything else reads through const&.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -168,6 +169,13 @@ class ClusterState {
   int32_t domain_free_gpus(topo::DomainId d) const { return dom_free_gpus_[static_cast<size_t>(d)]; }
   int32_t domain_free_hosts(topo::DomainId d) const { return dom_free_hosts_[static_cast<size_t>(d)]; }
   int32_t domain_max_host_free(topo::DomainId d) const { return dom_max_host_free_[static_cast<size_t>(d)]; }
+  // Hosts under d (a host or a domain above hosts) with exactly k free whole
+  // GPUs, k in [0, kFreeHistogram); hosts with more count in the last bucket.
+  // Lets a placer find the tightest host for a request without a scan.
+  static constexpr int32_t kFreeHistogram = 65;
+  int32_t domain_hosts_with_free(topo::DomainId d, int32_t k) const {
+    return dom_free_hist_[static_cast<size_t>(d) * kFreeHistogram + static_cast<size_t>(std::min(k, kFreeHistogram - 1))];
+  }
   // The GPU model of every host under d, or kNoGpuModel if none / kMixedGpuModels.
   GpuModelId domain_model(topo::DomainId d) const { return dom_model_[static_cast<size_t>(d)]; }
   // The topology domain of device `gpu` of node n.
@@ -195,6 +203,7 @@ class ClusterState {
   std::shared_ptr<const topo::Topology> topo_;
   std::vector<int32_t> node_host_, host_node_;
   std::vector<int32_t> dom_free_gpus_, dom_free_hosts_, dom_max_host_free_;
+  std::vector<int32_t> dom_free_hist_;  // kFreeHistogram buckets per domain
   std::vector<GpuModelId> dom_model_;
 };
 
