@@ -42,14 +42,17 @@ std::optional<std::string> LiteralPattern(std::string_view p) {
 }
 
 Result<std::vector<std::string>> MatchNames(const std::string& pattern, const std::vector<std::string>& names, const std::string& at) {
-  if (pattern.size() > 1024) return MakeError(ErrorCode::kParse, "{}: regexMatch pattern of {} characters; at most 1024", at, pattern.size());
+  if (pattern.size() > 1024) {
+    return MakeError(ErrorCode::kParse, "{}: regexMatch pattern of {} characters; at most 1024", at, pattern.size());
+  }
   std::vector<std::string> out;
   try {
     const std::regex re(pattern, std::regex::ECMAScript);
     for (const auto& n : names)
       if (std::regex_search(n, re)) out.push_back(n);
   } catch (const std::exception& e) {
-    return MakeError(ErrorCode::kParse, "{}: regexMatch pattern '{}' is not a regular expression tidal can use ({})", at, pattern, e.what());
+    return MakeError(ErrorCode::kParse, "{}: regexMatch pattern '{}' is not a regular expression tidal can use ({})", at, pattern,
+                     e.what());
   }
   return out;
 }
@@ -68,8 +71,8 @@ Result<Topology> BuildFromHyperNodes(const Objects& o, const std::vector<HostLay
     auto a = h.annotations.find("tidal.io/name");
     const std::string name = a != h.annotations.end() && !a->second.empty() ? a->second : h.name;
     if (auto [it, inserted] = shown_by.emplace(name, h.where); !inserted) {
-      return MakeError(ErrorCode::kParse, "{}: HyperNode '{}' is named '{}' (annotation tidal.io/name), as is another at {}", h.where, h.name,
-                       name, it->second);
+      return MakeError(ErrorCode::kParse, "{}: HyperNode '{}' is named '{}' (annotation tidal.io/name), as is another at {}", h.where,
+                       h.name, name, it->second);
     }
     shown[h.name] = name;
   }
@@ -89,7 +92,9 @@ Result<Topology> BuildFromHyperNodes(const Objects& o, const std::vector<HostLay
     }
     bool nvlink = false;
     if (auto a = h.annotations.find("tidal.io/nvlink"); a != h.annotations.end()) {
-      if (a->second != "true" && a->second != "false") return MakeError(ErrorCode::kParse, "{}: annotation tidal.io/nvlink must be true or false", at);
+      if (a->second != "true" && a->second != "false") {
+        return MakeError(ErrorCode::kParse, "{}: annotation tidal.io/nvlink must be true or false", at);
+      }
       nvlink = a->second == "true";
     }
     TIDAL_RETURN_IF_ERROR(g.AddSwitch(shown[h.name], level, h.where, {}, nvlink));
@@ -103,16 +108,16 @@ Result<Topology> BuildFromHyperNodes(const Objects& o, const std::vector<HostLay
       const HyperNodeMember& m = h.members[k];
       const std::string at = fmt::format("{}: HyperNode '{}': member {}", h.where, h.name, k + 1);
       std::vector<std::string> targets;
-      std::optional<std::string> literal = m.kind == HyperNodeMember::Kind::kExact ? std::optional(m.value)
+      std::optional<std::string> literal = m.kind == HyperNodeMember::Kind::kExact   ? std::optional(m.value)
                                            : m.kind == HyperNodeMember::Kind::kRegex ? LiteralPattern(m.value)
-                                                                                      : std::nullopt;
+                                                                                     : std::nullopt;
       if (literal) {
         targets.push_back(*literal);
       } else if (m.kind == HyperNodeMember::Kind::kLabels) {
         if (m.hypernode) return MakeError(ErrorCode::kParse, "{}: labelMatch selects Nodes only (Volcano's MemberSelector)", at);
         if (o.nodes.empty()) {
-          return MakeError(ErrorCode::kParse, "{}: labelMatch needs the nodes' labels; put the Node objects (kubectl get nodes -o yaml) in the "
-                           "same file", at);
+          return MakeError(ErrorCode::kParse,
+                           "{}: labelMatch needs the nodes' labels; put the Node objects (kubectl get nodes -o yaml) in the same file", at);
         }
         for (const Node& n : o.nodes) {
           bool all = true;
@@ -124,8 +129,9 @@ Result<Topology> BuildFromHyperNodes(const Objects& o, const std::vector<HostLay
         }
       } else {
         if (!m.hypernode && o.nodes.empty()) {
-          return MakeError(ErrorCode::kParse, "{}: regexMatch '{}' needs the node names; put the Node objects (kubectl get nodes -o yaml) in "
-                           "the same file", at, m.value);
+          return MakeError(ErrorCode::kParse,
+                           "{}: regexMatch '{}' needs the node names; put the Node objects (kubectl get nodes -o yaml) in the same file",
+                           at, m.value);
         }
         TIDAL_ASSIGN_OR_RETURN(targets, MatchNames(m.value, m.hypernode ? hn_names : node_names, at));
       }

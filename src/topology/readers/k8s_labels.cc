@@ -67,8 +67,10 @@ Result<std::optional<LevelKey>> MapKey(std::string_view key, const std::string& 
     auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), tier);
     if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size()) return std::nullopt;
     if (tier > 3) {
-      return MakeError(ErrorCode::kParse, "{}: label '{}': tidal models four switch tiers (leaf, spine, core, zone = tier-0..3); "
-                       "merge the outer tiers or describe this fabric in tidal's YAML", at, key);
+      return MakeError(ErrorCode::kParse,
+                       "{}: label '{}': tidal models four switch tiers (leaf, spine, core, zone = tier-0..3); "
+                       "merge the outer tiers or describe this fabric in tidal's YAML",
+                       at, key);
     }
     constexpr Level kTiers[] = {Level::kLeaf, Level::kSpine, Level::kCore, Level::kZone};
     return LevelKey{kTiers[tier], Family::kTopograph};
@@ -149,8 +151,9 @@ Result<HostLayout> NodeLayout(const k8s::Node& n, bool nvlink, GpuNotes& notes) 
       const int slices = model.find("A30") != std::string::npos ? 4 : 7;
       const int per = gi > 0 && gi <= slices ? slices / gi : 1;
       const int64_t whole = (count + per - 1) / per;
-      notes.mig_single[fmt::format("nvidia.com/gpu.count {} counts {} MIG devices of {}; tidal counts whole GPUs: {} ({} devices per GPU)",
-                                   count, profile, model, whole, per)]
+      notes
+          .mig_single[fmt::format("nvidia.com/gpu.count {} counts {} MIG devices of {}; tidal counts whole GPUs: {} ({} devices per GPU)",
+                                  count, profile, model, whole, per)]
           .push_back(n.name);
       count = whole;
     } else if (strategy && *strategy == "mixed") {
@@ -161,8 +164,10 @@ Result<HostLayout> NodeLayout(const k8s::Node& n, bool nvlink, GpuNotes& notes) 
         devices += fmt::format("{}{}x {}", devices.empty() ? "" : ", ", v, profile);
       }
       if (!devices.empty()) {
-        notes.mig_mixed[fmt::format("nvidia.com/gpu.count {} counts whole GPUs, as tidal does; their MIG devices ({}) are partitions "
-                                    "of those GPUs, not more GPUs", count, devices)]
+        notes
+            .mig_mixed[fmt::format("nvidia.com/gpu.count {} counts whole GPUs, as tidal does; their MIG devices ({}) are partitions "
+                                   "of those GPUs, not more GPUs",
+                                   count, devices)]
             .push_back(n.name);
       }
     }
@@ -182,12 +187,15 @@ Result<HostLayout> NodeLayout(const k8s::Node& n, bool nvlink, GpuNotes& notes) 
 }
 
 void AddGpuNotes(const GpuNotes& g, std::vector<std::string>& notes) {
-  for (const auto& [what, nodes] : g.mig_single) notes.push_back(fmt::format("MIG single strategy on {} node(s) ({}): {}", nodes.size(), NameList(nodes), what));
-  for (const auto& [what, nodes] : g.mig_mixed) notes.push_back(fmt::format("MIG mixed strategy on {} node(s) ({}): {}", nodes.size(), NameList(nodes), what));
+  for (const auto& [what, nodes] : g.mig_single)
+    notes.push_back(fmt::format("MIG single strategy on {} node(s) ({}): {}", nodes.size(), NameList(nodes), what));
+  for (const auto& [what, nodes] : g.mig_mixed)
+    notes.push_back(fmt::format("MIG mixed strategy on {} node(s) ({}): {}", nodes.size(), NameList(nodes), what));
   if (!g.unknown.empty()) {
-    notes.push_back(fmt::format("{} node(s) give no GPU count (no nvidia.com/gpu.count label, no status.capacity): {}; their GPU "
-                                "count is unknown",
-                                g.unknown.size(), NameList(g.unknown)));
+    notes.push_back(
+        fmt::format("{} node(s) give no GPU count (no nvidia.com/gpu.count label, no status.capacity): {}; their GPU "
+                    "count is unknown",
+                    g.unknown.size(), NameList(g.unknown)));
   }
 }
 
@@ -231,8 +239,10 @@ Result<Topology> BuildFromLabels(const k8s::Objects& o, const std::vector<HostLa
         d.nvlink = nv;
         d.nvlink_by = fmt::format("node '{}' ({}, {})", n.name, n.where, how);
       } else if (d.nvlink != nv) {
-        return MakeError(ErrorCode::kParse, "{}: node '{}' ({}) makes block '{}' {}an NVLink domain, but {} does {}; give every node of "
-                         "the block the same labels", n.where, n.name, how, id, nv ? "" : "not ", d.nvlink_by, nv ? "not" : "");
+        return MakeError(ErrorCode::kParse,
+                         "{}: node '{}' ({}) makes block '{}' {}an NVLink domain, but {} does {}; give every node of "
+                         "the block the same labels",
+                         n.where, n.name, how, id, nv ? "" : "not ", d.nvlink_by, nv ? "not" : "");
       }
     }
   }
@@ -250,30 +260,38 @@ Result<Topology> BuildFromLabels(const k8s::Objects& o, const std::vector<HostLa
     prefixed += clash;
   }
   if (prefixed > 0) {
-    notes.push_back(fmt::format("{} domain name(s) are prefixed with their level (e.g. leaf:x) because the same value names domains of "
-                                "two levels or a host", prefixed));
+    notes.push_back(
+        fmt::format("{} domain name(s) are prefixed with their level (e.g. leaf:x) because the same value names domains of "
+                    "two levels or a host",
+                    prefixed));
   }
   FabricGraph g(source);
   for (size_t d = 0; d < domains.size(); ++d) {
-    TIDAL_RETURN_IF_ERROR(g.AddSwitch(names[d], domains[d].level, domains[d].where, {}, domains[d].level == Level::kBlock && domains[d].nvlink));
+    const bool nvlink = domains[d].level == Level::kBlock && domains[d].nvlink;
+    TIDAL_RETURN_IF_ERROR(g.AddSwitch(names[d], domains[d].level, domains[d].where, {}, nvlink));
   }
   std::vector<std::string> lonely;
   for (size_t i = 0; i < o.nodes.size(); ++i) {
     const k8s::Node& n = o.nodes[i];
     TIDAL_RETURN_IF_ERROR(g.AddHost(n.name, n.where, layouts[i]));
     const auto& nd = node_domains[i];
-    for (size_t k = 0; k + 1 < nd.size(); ++k) g.Connect(names[nd[k]], names[nd[k + 1]], fmt::format("{}: node '{}'", n.where, n.name));
-    if (!nd.empty()) g.Connect(names[nd.back()], n.name, fmt::format("{}: node '{}'", n.where, n.name));
-    else lonely.push_back(n.name);
+    if (nd.empty()) {
+      lonely.push_back(n.name);
+      continue;
+    }
+    const std::string at = fmt::format("{}: node '{}'", n.where, n.name);
+    for (size_t k = 0; k + 1 < nd.size(); ++k) g.Connect(names[nd[k]], names[nd[k + 1]], at);
+    g.Connect(names[nd.back()], n.name, at);
   }
   // A node without topology labels among labelled ones is usually a control
   // plane or CPU node, or one the labeller has not reached yet. It is kept
   // (never dropped) at the root, the farthest place from every other host,
   // so the scheduler never assumes locality the labels do not show.
   if (!lonely.empty() && !domains.empty()) {
-    notes.push_back(fmt::format("{} node(s) carry no topology label ({}); they sit directly under the root, as far from the other "
-                                "hosts as the topology allows",
-                                lonely.size(), NameList(lonely)));
+    notes.push_back(
+        fmt::format("{} node(s) carry no topology label ({}); they sit directly under the root, as far from the other "
+                    "hosts as the topology allows",
+                    lonely.size(), NameList(lonely)));
   }
   for (auto& note : notes) g.AddNote(std::move(note));
   // A label names one domain, so two spines over the same leaf are two
@@ -289,7 +307,8 @@ Result<Topology> BuildFromLabels(const k8s::Objects& o, const std::vector<HostLa
 Result<Topology> ReadK8sNodeLabels(std::string_view text, const std::string& source) {
   TIDAL_ASSIGN_OR_RETURN(k8s::Objects o, k8s::ParseObjects(text, source));
   if (o.nodes.empty() && o.hypernodes.empty()) {
-    return MakeError(ErrorCode::kParse, "{}: no nodes found (no Node objects, no labels); expected `kubectl get nodes -o json` output", source);
+    return MakeError(ErrorCode::kParse, "{}: no nodes found (no Node objects, no labels); expected `kubectl get nodes -o json` output",
+                     source);
   }
   std::vector<std::string> notes = std::move(o.notes);
   std::map<std::string, std::pair<int, const char*>> ignored;  // key -> (nodes, reason)
@@ -315,7 +334,9 @@ Result<Topology> ReadK8sNodeLabels(std::string_view text, const std::string& sou
       }
       TIDAL_ASSIGN_OR_RETURN(std::optional<LevelKey> lk, MapKey(k, at));
       if (!lk) continue;
-      if (v.empty()) return MakeError(ErrorCode::kParse, "{}: topology label '{}' is empty; give the domain's name or remove the label", at, k);
+      if (v.empty()) {
+        return MakeError(ErrorCode::kParse, "{}: topology label '{}' is empty; give the domain's name or remove the label", at, k);
+      }
       Placed p{lk->level, v, k, lk->family};
       auto [it, inserted] = by_level.emplace(LevelIndex(lk->level), p);
       if (inserted || it->second.value == v) continue;
@@ -334,9 +355,10 @@ Result<Topology> ReadK8sNodeLabels(std::string_view text, const std::string& sou
     for (auto it = by_level.rbegin(); it != by_level.rend(); ++it) chains[i].push_back(it->second);
   }
   if (accelerator_overridden > 0) {
-    notes.push_back(fmt::format("{} node(s) carry both nvidia.com/gpu.clique and a topograph accelerator domain that differ; the clique "
-                                "(the NVLink partition) is used",
-                                accelerator_overridden));
+    notes.push_back(
+        fmt::format("{} node(s) carry both nvidia.com/gpu.clique and a topograph accelerator domain that differ; the clique "
+                    "(the NVLink partition) is used",
+                    accelerator_overridden));
   }
   for (const auto& [k, e] : ignored) notes.push_back(fmt::format("label {} (on {} node(s)) is not modelled: {}", k, e.first, e.second));
   for (const auto& t : o.topologies) {
@@ -344,9 +366,10 @@ Result<Topology> ReadK8sNodeLabels(std::string_view text, const std::string& sou
       if (key == "kubernetes.io/hostname" || IgnoredReason(key)) continue;
       auto lk = MapKey(key, t.where);
       if (lk && !*lk) {
-        notes.push_back(fmt::format("{}: Topology '{}' has level '{}', which tidal does not map to a level (see k8s_labels.h); nodes "
-                                    "are placed by the labels tidal knows",
-                                    t.where, t.name, key));
+        notes.push_back(
+            fmt::format("{}: Topology '{}' has level '{}', which tidal does not map to a level (see k8s_labels.h); nodes "
+                        "are placed by the labels tidal knows",
+                        t.where, t.name, key));
       }
     }
   }

@@ -1,5 +1,8 @@
 #include "topology/readers/k8s_labels.h"
 
+#include <array>
+#include <map>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -89,8 +92,9 @@ TEST(K8sLabels, GpuOperatorH100NodeWithMigMixed) {
   ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(Describe(*t), (std::vector<std::string>{"node s4124-0073 <- - gpus=1"}));
   EXPECT_EQ(t->layout(0).gpu_model, "NVIDIA-H100-80GB-HBM3");
-  EXPECT_TRUE(HasNote(*t, "MIG mixed strategy on 1 node(s) (s4124-0073): nvidia.com/gpu.count 1 counts whole GPUs, as tidal does; "
-                          "their MIG devices (2x 1g.10gb, 1x 2g.20gb, 1x 3g.40gb) are partitions of those GPUs, not more GPUs"));
+  EXPECT_TRUE(HasNote(*t,
+                      "MIG mixed strategy on 1 node(s) (s4124-0073): nvidia.com/gpu.count 1 counts whole GPUs, as tidal does; "
+                      "their MIG devices (2x 1g.10gb, 1x 2g.20gb, 1x 3g.40gb) are partitions of those GPUs, not more GPUs"));
 }
 
 TEST(K8sLabels, DocumentationExcerptIsAClearError) {
@@ -109,13 +113,14 @@ TEST(K8sLabels, DocumentationExcerptIsAClearError) {
   ASSERT_TRUE(w) << w.error().message;
   EXPECT_EQ(Describe(*w), (std::vector<std::string>{"node a100-node <- - gpus=1"}));
   EXPECT_EQ(w->layout(0).gpu_model, "A100-PCIE-40GB");
-  EXPECT_TRUE(HasNote(*w, "MIG single strategy on 1 node(s) (a100-node): nvidia.com/gpu.count 7 counts 1g.5gb MIG devices of "
-                          "A100-PCIE-40GB; tidal counts whole GPUs: 1 (7 devices per GPU)"));
+  EXPECT_TRUE(HasNote(*w,
+                      "MIG single strategy on 1 node(s) (a100-node): nvidia.com/gpu.count 7 counts 1g.5gb MIG devices of "
+                      "A100-PCIE-40GB; tidal counts whole GPUs: 1 (7 devices per GPU)"));
 }
 
 TEST(K8sLabels, MigSingleOnEightGpusCountsWholeGpus) {
   // GFD's own example: 8 A100s in 7 slices each report gpu.count 56.
-  Labels l = {{"kubernetes.io/hostname", "dgx-a100"},  {"nvidia.com/mig.strategy", "single"},
+  Labels l = {{"kubernetes.io/hostname", "dgx-a100"}, {"nvidia.com/mig.strategy", "single"},
               {"nvidia.com/gpu.count", "56"},         {"nvidia.com/gpu.product", "A100-SXM4-40GB-MIG-1g.5gb"},
               {"nvidia.com/gpu.slices.gi", "1"},      {"nvidia.com/gpu.memory", "5120"}};
   auto t = ReadK8sNodeLabels(json(l).dump(), "dgx.json");
@@ -129,7 +134,9 @@ TEST(K8sLabels, MigSingleOnEightGpusCountsWholeGpus) {
   ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->total_gpus(), 8);
   // Time-slicing renames the product; the count stays physical.
-  Labels s = {{"kubernetes.io/hostname", "t4"}, {"nvidia.com/gpu.count", "4"}, {"nvidia.com/gpu.product", "Tesla-T4-SHARED"},
+  Labels s = {{"kubernetes.io/hostname", "t4"},
+              {"nvidia.com/gpu.count", "4"},
+              {"nvidia.com/gpu.product", "Tesla-T4-SHARED"},
               {"nvidia.com/gpu.replicas", "4"}};
   t = ReadK8sNodeLabels(json(s).dump(), "t4.json");
   ASSERT_TRUE(t) << t.error().message;
@@ -145,10 +152,12 @@ TEST(K8sLabels, Nvl72CliquesAndTopographTiers) {
   std::vector<std::string> want = {"core cluster <- - hosts=37 gpus=144", "spine spine-1 <- cluster hosts=36 gpus=144",
                                    "leaf leaf-1 <- spine-1 hosts=18 gpus=72",
                                    "block 7b968a6d-c8aa-45e1-9e07-e1e51be99c31.32766 <- leaf-1 hosts=18 gpus=72 nvlink"};
-  for (int i = 1; i <= 18; ++i) want.push_back(fmt::format("node gb200-r1-t{:02} <- 7b968a6d-c8aa-45e1-9e07-e1e51be99c31.32766 gpus=4 nvlink", i));
+  for (int i = 1; i <= 18; ++i)
+    want.push_back(fmt::format("node gb200-r1-t{:02} <- 7b968a6d-c8aa-45e1-9e07-e1e51be99c31.32766 gpus=4 nvlink", i));
   want.push_back("leaf leaf-2 <- spine-1 hosts=18 gpus=72");
   want.push_back("block 2f4e9c1a-58b0-4c77-9a61-0d2f3e8b7c10.32766 <- leaf-2 hosts=18 gpus=72 nvlink");
-  for (int i = 1; i <= 18; ++i) want.push_back(fmt::format("node gb200-r2-t{:02} <- 2f4e9c1a-58b0-4c77-9a61-0d2f3e8b7c10.32766 gpus=4 nvlink", i));
+  for (int i = 1; i <= 18; ++i)
+    want.push_back(fmt::format("node gb200-r2-t{:02} <- 2f4e9c1a-58b0-4c77-9a61-0d2f3e8b7c10.32766 gpus=4 nvlink", i));
   want.push_back("node cpu-ctl-1 <- cluster gpus=0");
   EXPECT_EQ(Describe(*t), want);
   // All 72 GPUs of a rack are one NVLink domain; each rack has its own leaf, so racks meet at the spine.
@@ -181,9 +190,9 @@ TEST(K8sLabels, CliqueWinsOverACoarserAcceleratorDomain) {
   auto t = ReadK8sNodeLabels(NodeList(nodes), "aws.json");
   ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(Describe(*t), (std::vector<std::string>{"leaf cluster <- - hosts=4 gpus=16", "block 9d0e.0 <- cluster hosts=2 gpus=8 nvlink",
-                                                     "node p6e-0 <- 9d0e.0 gpus=4 nvlink", "node p6e-1 <- 9d0e.0 gpus=4 nvlink",
-                                                     "block 9d0e.1 <- cluster hosts=2 gpus=8 nvlink", "node p6e-2 <- 9d0e.1 gpus=4 nvlink",
-                                                     "node p6e-3 <- 9d0e.1 gpus=4 nvlink"}));
+                                                    "node p6e-0 <- 9d0e.0 gpus=4 nvlink", "node p6e-1 <- 9d0e.0 gpus=4 nvlink",
+                                                    "block 9d0e.1 <- cluster hosts=2 gpus=8 nvlink", "node p6e-2 <- 9d0e.1 gpus=4 nvlink",
+                                                    "node p6e-3 <- 9d0e.1 gpus=4 nvlink"}));
   EXPECT_TRUE(HasNote(*t, "4 node(s) carry both nvidia.com/gpu.clique and a topograph accelerator domain that differ"));
 }
 
@@ -194,18 +203,23 @@ TEST(K8sLabels, KueueDocsExampleRacksAreNamedWithinTheirBlock) {
       {"node-1", "block-1", "rack-1"}, {"node-2", "block-1", "rack-2"}, {"node-3", "block-2", "rack-1"}, {"node-4", "block-2", "rack-3"}};
   std::vector<json> nodes;
   for (const auto& r : rows) {
-    nodes.push_back(MakeNode(r[0], {{"cloud.provider.com/topology-block", r[1]}, {"cloud.provider.com/topology-rack", r[2]},
-                                    {"topology.kubernetes.io/zone", "us-east1-b"}, {"topology.kubernetes.io/region", "us-east1"}}, 8));
+    nodes.push_back(MakeNode(r[0],
+                             {{"cloud.provider.com/topology-block", r[1]},
+                              {"cloud.provider.com/topology-rack", r[2]},
+                              {"topology.kubernetes.io/zone", "us-east1-b"},
+                              {"topology.kubernetes.io/region", "us-east1"}},
+                             8));
   }
   auto t = ReadK8sNodeLabels(NodeList(nodes), "kueue.json");
   ASSERT_TRUE(t) << t.error().message;
-  EXPECT_EQ(Describe(*t), (std::vector<std::string>{
-                              "zone us-east1-b <- - hosts=4 gpus=32", "spine us-east1-b/block-1 <- us-east1-b hosts=2 gpus=16",
-                              "leaf us-east1-b/block-1/rack-1 <- us-east1-b/block-1 hosts=1 gpus=8", "node node-1 <- us-east1-b/block-1/rack-1 gpus=8",
-                              "leaf us-east1-b/block-1/rack-2 <- us-east1-b/block-1 hosts=1 gpus=8", "node node-2 <- us-east1-b/block-1/rack-2 gpus=8",
-                              "spine us-east1-b/block-2 <- us-east1-b hosts=2 gpus=16",
-                              "leaf us-east1-b/block-2/rack-1 <- us-east1-b/block-2 hosts=1 gpus=8", "node node-3 <- us-east1-b/block-2/rack-1 gpus=8",
-                              "leaf us-east1-b/block-2/rack-3 <- us-east1-b/block-2 hosts=1 gpus=8", "node node-4 <- us-east1-b/block-2/rack-3 gpus=8"}));
+  EXPECT_EQ(Describe(*t),
+            (std::vector<std::string>{
+                "zone us-east1-b <- - hosts=4 gpus=32", "spine us-east1-b/block-1 <- us-east1-b hosts=2 gpus=16",
+                "leaf us-east1-b/block-1/rack-1 <- us-east1-b/block-1 hosts=1 gpus=8", "node node-1 <- us-east1-b/block-1/rack-1 gpus=8",
+                "leaf us-east1-b/block-1/rack-2 <- us-east1-b/block-1 hosts=1 gpus=8", "node node-2 <- us-east1-b/block-1/rack-2 gpus=8",
+                "spine us-east1-b/block-2 <- us-east1-b hosts=2 gpus=16",
+                "leaf us-east1-b/block-2/rack-1 <- us-east1-b/block-2 hosts=1 gpus=8", "node node-3 <- us-east1-b/block-2/rack-1 gpus=8",
+                "leaf us-east1-b/block-2/rack-3 <- us-east1-b/block-2 hosts=1 gpus=8", "node node-4 <- us-east1-b/block-2/rack-3 gpus=8"}));
   EXPECT_TRUE(HasNote(*t, "label topology.kubernetes.io/region (on 4 node(s)) is not modelled: tidal's outermost level is the zone"));
 }
 
@@ -222,10 +236,10 @@ TEST(K8sLabels, GkeBlocksAndSubblocks) {
   }
   auto t = ReadK8sNodeLabels(NodeList(nodes), "gke.json");
   ASSERT_TRUE(t) << t.error().message;
-  EXPECT_EQ(Describe(*t), (std::vector<std::string>{"spine 34a5b6c7d8e9 <- - hosts=4 gpus=32", "leaf f00d01 <- 34a5b6c7d8e9 hosts=2 gpus=16",
-                                                     "node gke-a3u-0 <- f00d01 gpus=8", "node gke-a3u-1 <- f00d01 gpus=8",
-                                                     "leaf f00d02 <- 34a5b6c7d8e9 hosts=2 gpus=16", "node gke-a3u-2 <- f00d02 gpus=8",
-                                                     "node gke-a3u-3 <- f00d02 gpus=8"}));
+  EXPECT_EQ(Describe(*t), (std::vector<std::string>{"spine 34a5b6c7d8e9 <- - hosts=4 gpus=32",
+                                                    "leaf f00d01 <- 34a5b6c7d8e9 hosts=2 gpus=16", "node gke-a3u-0 <- f00d01 gpus=8",
+                                                    "node gke-a3u-1 <- f00d01 gpus=8", "leaf f00d02 <- 34a5b6c7d8e9 hosts=2 gpus=16",
+                                                    "node gke-a3u-2 <- f00d02 gpus=8", "node gke-a3u-3 <- f00d02 gpus=8"}));
   EXPECT_TRUE(HasNote(*t, "label cloud.google.com/gce-topology-host (on 4 node(s)) is not modelled"));
 }
 
@@ -234,9 +248,9 @@ TEST(K8sLabels, ValuesSharedByTwoLevelsArePrefixed) {
                              MakeNode("n2", {{"fabric.topograph.run/tier-0", "sw2"}, {"fabric.topograph.run/tier-1", "sw2"}}, 8)};
   auto t = ReadK8sNodeLabels(NodeList(nodes), "clash.json");
   ASSERT_TRUE(t) << t.error().message;
-  EXPECT_EQ(Describe(*t), (std::vector<std::string>{"spine spine:sw2 <- - hosts=2 gpus=16", "leaf sw1 <- spine:sw2 hosts=1 gpus=8",
-                                                     "node n1 <- sw1 gpus=8", "leaf leaf:sw2 <- spine:sw2 hosts=1 gpus=8",
-                                                     "node n2 <- leaf:sw2 gpus=8"}));
+  EXPECT_EQ(Describe(*t),
+            (std::vector<std::string>{"spine spine:sw2 <- - hosts=2 gpus=16", "leaf sw1 <- spine:sw2 hosts=1 gpus=8",
+                                      "node n1 <- sw1 gpus=8", "leaf leaf:sw2 <- spine:sw2 hosts=1 gpus=8", "node n2 <- leaf:sw2 gpus=8"}));
   EXPECT_TRUE(HasNote(*t, "2 domain name(s) are prefixed with their level (e.g. leaf:x)"));
 }
 
@@ -253,15 +267,16 @@ TEST(K8sLabels, ShowLabelsText) {
   auto t = ReadK8sNodeLabels(text, "nodes.txt");
   ASSERT_TRUE(t) << t.error().message;
   // cp-0 gives no GPU count (text has no status), so GPUs are unknown overall.
-  EXPECT_EQ(Describe(*t), (std::vector<std::string>{"core cluster <- - hosts=3", "spine spine-2 <- cluster hosts=2",
-                                                     "leaf leaf-07 <- spine-2 hosts=2", "node h100-001 <- leaf-07", "node h100-002 <- leaf-07",
-                                                     "node cp-0 <- cluster"}));
+  EXPECT_EQ(Describe(*t),
+            (std::vector<std::string>{"core cluster <- - hosts=3", "spine spine-2 <- cluster hosts=2", "leaf leaf-07 <- spine-2 hosts=2",
+                                      "node h100-001 <- leaf-07", "node h100-002 <- leaf-07", "node cp-0 <- cluster"}));
   EXPECT_FALSE(t->gpus_known());
   EXPECT_EQ(t->layout(*t->FindHost("h100-001")).gpus, 8);
   EXPECT_TRUE(HasNote(*t, "1 node(s) give no GPU count (no nvidia.com/gpu.count label, no status.capacity): cp-0"));
   // `-o wide` adds columns with blanks (OS-IMAGE); only NAME and LABELS are read.
   const std::string wide =
-      "NAME    STATUS   ROLES    AGE   VERSION   INTERNAL-IP   EXTERNAL-IP   OS-IMAGE             KERNEL-VERSION     CONTAINER-RUNTIME    LABELS\n"
+      "NAME    STATUS   ROLES    AGE   VERSION   INTERNAL-IP   EXTERNAL-IP   OS-IMAGE             KERNEL-VERSION     CONTAINER-RUNTIME    "
+      "LABELS\n"
       "gpu-1   Ready    <none>   2d    v1.31.0   10.0.0.5      <none>        Ubuntu 22.04.4 LTS   5.15.0-102-generic containerd://1.7.2   "
       "nvidia.com/gpu.count=8,topology.kubernetes.io/zone=z1\n";
   auto w = ReadK8sNodeLabels(wide, "wide.txt");
@@ -272,7 +287,8 @@ TEST(K8sLabels, ShowLabelsText) {
 TEST(K8sLabels, YamlListAndJsonStream) {
   const std::string yaml =
       "apiVersion: v1\nkind: List\nitems:\n"
-      "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: a1\n    labels:\n      tidal.io/topology-leaf: l1\n      nvidia.com/gpu.count: 8\n"
+      "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: a1\n    labels:\n      tidal.io/topology-leaf: l1\n      "
+      "nvidia.com/gpu.count: 8\n"
       "  status:\n    capacity:\n      cpu: \"64\"\n      nvidia.com/gpu: \"8\"\n"
       "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: a2\n    labels:\n      tidal.io/topology-leaf: l1\n"
       "  status:\n    capacity:\n      nvidia.com/gpu: \"2\"\n";
@@ -291,11 +307,14 @@ TEST(K8sLabels, VolcanoHyperNodesFromTheDocs) {
   // s0..s3 (tier 1) hold node0..node7, s4/s5 (tier 2) hold them, s6 the top.
   std::string yaml;
   auto hn = [&](const std::string& name, int tier, const std::string& type, const std::vector<std::string>& members, bool regex = false) {
-    yaml += fmt::format("---\napiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata:\n  name: {}\nspec:\n  tier: {}\n  members:\n",
-                        name, tier);
+    yaml += fmt::format(
+        "---\napiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata:\n  name: {}\nspec:\n  tier: {}\n  members:\n", name,
+        tier);
     for (const auto& m : members) {
-      if (regex) yaml += fmt::format("  - type: {}\n    selector:\n      regexMatch:\n        pattern: \"{}\"\n", type, m);
-      else yaml += fmt::format("  - type: {}\n    selector:\n      exactMatch:\n        name: {}\n", type, m);
+      if (regex)
+        yaml += fmt::format("  - type: {}\n    selector:\n      regexMatch:\n        pattern: \"{}\"\n", type, m);
+      else
+        yaml += fmt::format("  - type: {}\n    selector:\n      exactMatch:\n        name: {}\n", type, m);
     }
   };
   hn("s0", 1, "Node", {"node0", "node1"});
@@ -310,11 +329,11 @@ TEST(K8sLabels, VolcanoHyperNodesFromTheDocs) {
   auto t = ReadK8sNodeLabels(yaml, "hn.yaml");
   ASSERT_TRUE(t) << t.error().message;
   // The Node objects give no GPU counts, so Describe shows hosts only.
-  EXPECT_EQ(Describe(*t), (std::vector<std::string>{"core s6 <- - hosts=8", "spine s4 <- s6 hosts=4", "leaf s0 <- s4 hosts=2",
-                                                     "node node0 <- s0", "node node1 <- s0", "leaf s1 <- s4 hosts=2", "node node2 <- s1",
-                                                     "node node3 <- s1", "spine s5 <- s6 hosts=4", "leaf s2 <- s5 hosts=2",
-                                                     "node node4 <- s2", "node node5 <- s2", "leaf s3 <- s5 hosts=2", "node node6 <- s3",
-                                                     "node node7 <- s3"}));
+  EXPECT_EQ(Describe(*t),
+            (std::vector<std::string>{"core s6 <- - hosts=8", "spine s4 <- s6 hosts=4", "leaf s0 <- s4 hosts=2", "node node0 <- s0",
+                                      "node node1 <- s0", "leaf s1 <- s4 hosts=2", "node node2 <- s1", "node node3 <- s1",
+                                      "spine s5 <- s6 hosts=4", "leaf s2 <- s5 hosts=2", "node node4 <- s2", "node node5 <- s2",
+                                      "leaf s3 <- s5 hosts=2", "node node6 <- s3", "node node7 <- s3"}));
   EXPECT_EQ(t->domain(t->root()).name, "s6");
 }
 
@@ -327,8 +346,81 @@ TEST(K8sLabels, HyperNodeLabelMatch) {
   auto t = ReadK8sNodeLabels(yaml, "lm.yaml");
   ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(Describe(*t), (std::vector<std::string>{"spine cluster <- - hosts=2 gpus=16", "leaf rack1 <- cluster hosts=1 gpus=8",
-                                                     "node n1 <- rack1 gpus=8", "node n2 <- cluster gpus=8"}));
+                                                    "node n1 <- rack1 gpus=8", "node n2 <- cluster gpus=8"}));
   EXPECT_TRUE(HasNote(*t, "1 node(s) are in no HyperNode (n2)"));
+}
+
+TEST(K8sLabels, ParallelHyperNodesAreOneSpinePlane) {
+  // Two spine switches over the same leaves (a HyperNode per switch, as
+  // discovery from a fabric manager may write them) are one domain of 2 switches.
+  std::string yaml;
+  auto hn = [&](const std::string& name, int tier, const std::string& type, const std::vector<std::string>& members) {
+    yaml += fmt::format(
+        "---\napiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata:\n  name: {}\nspec:\n  tier: {}\n  members:\n", name,
+        tier);
+    for (const auto& m : members) yaml += fmt::format("  - type: {}\n    selector:\n      exactMatch:\n        name: {}\n", type, m);
+  };
+  hn("leaf1", 1, "Node", {"n1", "n2"});
+  hn("leaf2", 1, "Node", {"n3", "n4"});
+  hn("spine1", 2, "HyperNode", {"leaf1", "leaf2"});
+  hn("spine2", 2, "HyperNode", {"leaf1", "leaf2"});
+  auto t = ReadK8sNodeLabels(yaml, "planes.yaml");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(Describe(*t),
+            (std::vector<std::string>{"spine spine[1-2] <- - hosts=4", "leaf leaf1 <- spine[1-2] hosts=2", "node n1 <- leaf1",
+                                      "node n2 <- leaf1", "leaf leaf2 <- spine[1-2] hosts=2", "node n3 <- leaf2", "node n4 <- leaf2"}));
+  EXPECT_EQ(t->domain(t->root()).switches, 2);
+  EXPECT_TRUE(HasNote(*t, "4 node(s) are known only as HyperNode members (n1, n2, n3, n4), so their GPU counts are unknown"));
+}
+
+TEST(K8sLabels, KueueTopologyWithAForeignLevelIsNoted) {
+  const std::string yaml =
+      "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Topology\nmetadata:\n  name: default\nspec:\n  levels:\n"
+      "  - nodeLabel: example.com/pod\n  - nodeLabel: example.com/topology-rack\n  - nodeLabel: kubernetes.io/hostname\n"
+      "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  labels:\n    example.com/pod: p1\n    example.com/topology-rack: r1\n";
+  auto t = ReadK8sNodeLabels(yaml, "kueue.yaml");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(Describe(*t), (std::vector<std::string>{"leaf r1 <- - hosts=1", "node n1 <- r1"}));
+  EXPECT_TRUE(HasNote(*t, "kueue.yaml:1: Topology 'default' has level 'example.com/pod', which tidal does not map to a level"));
+}
+
+TEST(K8sLabels, FormatDispatchReadsKubectlOutput) {
+  const std::string text = NodeList(Nvl72Nodes(false));
+  auto f = DetectFormat(text, "nodes.json");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(*f, Format::kK8sLabels);
+  auto t = ParseTopology(text, "nodes.json");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->num_hosts(), 36);
+  EXPECT_EQ(t->total_gpus(), 144);
+  auto y = DetectFormat("apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Node\n", "nodes.yaml");
+  ASSERT_TRUE(y);
+  EXPECT_EQ(*y, Format::kK8sLabels);
+}
+
+TEST(K8sLabels, HugeAndDeepInputsFailCleanly) {
+  EXPECT_FALSE(ReadK8sNodeLabels(std::string(200000, '['), "deep.json"));
+  EXPECT_FALSE(ReadK8sNodeLabels(std::string(100000, '{'), "deep.json"));
+  std::string deep_yaml;
+  for (int i = 0; i < 5000; ++i) deep_yaml += std::string(static_cast<size_t>(i), ' ') + "a:\n";
+  EXPECT_FALSE(ReadK8sNodeLabels(deep_yaml, "deep.yaml"));
+  EXPECT_FALSE(ReadK8sNodeLabels("kind: Node\nmetadata: {name: " + std::string(100000, '[') + "\n", "flow.yaml"));
+  // Many nodes are fine: 20,000 labelled nodes.
+  std::vector<json> nodes;
+  for (int i = 0; i < 20000; ++i) {
+    nodes.push_back(json{{"kind", "Node"},
+                         {"metadata",
+                          {{"name", fmt::format("n{:05}", i)},
+                           {"labels",
+                            {{"fabric.topograph.run/tier-0", fmt::format("l{}", i / 32)},
+                             {"fabric.topograph.run/tier-1", fmt::format("s{}", i / 1024)},
+                             {"nvidia.com/gpu.count", "8"}}}}}});
+  }
+  auto t = ReadK8sNodeLabels(NodeList(nodes), "big.json");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->total_gpus(), 160000);
+  EXPECT_EQ(t->domains_at(Level::kLeaf).size(), 625u);
+  EXPECT_EQ(t->domains_at(Level::kSpine).size(), 20u);
 }
 
 struct Bad {
@@ -347,17 +439,24 @@ TEST(K8sLabels, BadInputsSayWhereAndWhat) {
       {"broken JSON", "{\n  \"a\": \"b\",\n  \"c\" \"d\"\n}\n", {"bad:3:9:", "not valid JSON", "expected ':'"}},
       {"truncated JSON", NodeList({MakeNode("n1", {}, 8)}).substr(0, 200), {"bad:", "not valid JSON", "truncated"}},
       {"labels without hostname", "{\"nvidia.com/gpu.count\": \"8\"}", {"bad:1:", "without kubernetes.io/hostname"}},
-      {"label not a string", "{\"kubernetes.io/hostname\": \"h\", \"nvidia.com/gpu.count\": 8}", {"bad:1:", "'nvidia.com/gpu.count' must be a string"}},
-      {"gpu count not a number", OneNode({{"nvidia.com/gpu.count", "eight"}}), {"node 'n1'", "nvidia.com/gpu.count", "'eight' is not a whole number"}},
+      {"label not a string",
+       "{\"kubernetes.io/hostname\": \"h\", \"nvidia.com/gpu.count\": 8}",
+       {"bad:1:", "'nvidia.com/gpu.count' must be a string"}},
+      {"gpu count not a number",
+       OneNode({{"nvidia.com/gpu.count", "eight"}}),
+       {"node 'n1'", "nvidia.com/gpu.count", "'eight' is not a whole number"}},
       {"tier too deep", OneNode({{"fabric.topograph.run/tier-4", "x"}}), {"node 'n1'", "fabric.topograph.run/tier-4", "four switch tiers"}},
       {"empty topology value", OneNode({{"fabric.topograph.run/tier-0", ""}}), {"node 'n1'", "'fabric.topograph.run/tier-0' is empty"}},
-      {"two leaf labels disagree", OneNode({{"fabric.topograph.run/tier-0", "a"}, {"network.topology.nvidia.com/leaf", "b"}}),
+      {"two leaf labels disagree",
+       OneNode({{"fabric.topograph.run/tier-0", "a"}, {"network.topology.nvidia.com/leaf", "b"}}),
        {"node 'n1'", "two leaf labels disagree", "fabric.topograph.run/tier-0=a", "network.topology.nvidia.com/leaf=b"}},
       {"leaf under two spines",
        NodeList({MakeNode("n1", {{"fabric.topograph.run/tier-0", "l1"}, {"fabric.topograph.run/tier-1", "s1"}}, 8),
                  MakeNode("n2", {{"fabric.topograph.run/tier-0", "l1"}, {"fabric.topograph.run/tier-1", "s2"}}, 8)}),
        {"node 'n2'", "switch 'l1' is under both 's1'", "node 'n1'", "'s2'"}},
-      {"duplicate node", NodeList({MakeNode("n1", {}, 8), MakeNode("n1", {}, 4)}), {"bad:1: items[1]", "node 'n1' appears twice", "items[0]"}},
+      {"duplicate node",
+       NodeList({MakeNode("n1", {}, 8), MakeNode("n1", {}, 4)}),
+       {"bad:1: items[1]", "node 'n1' appears twice", "items[0]"}},
       {"Node without name", "{\"kind\": \"Node\", \"metadata\": {}}", {"bad:1:", "has no 'name'"}},
       {"unknown kind", "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}}", {"bad:1:", "kind 'Pod'"}},
       {"List without items", "{\"kind\": \"List\"}", {"bad:1:", "without items"}},
@@ -366,25 +465,48 @@ TEST(K8sLabels, BadInputsSayWhereAndWhat) {
       {"HyperNode without tier", hn_head + node_member, {"bad:1: HyperNode 's1'", "no spec.tier"}},
       {"HyperNode without members", hn_head + "  tier: 1\n", {"HyperNode 's1'", "at least one"}},
       {"HyperNode two selectors",
-       hn_head + "  tier: 1\n  members:\n  - type: Node\n    selector:\n      exactMatch:\n        name: n1\n      regexMatch:\n        pattern: n\n",
+       hn_head + "  tier: 1\n  members:\n  - type: Node\n    selector:\n      exactMatch:\n        name: n1\n      regexMatch:\n        "
+                 "pattern: n\n",
        {"bad:1: HyperNode 's1': member 1", "exactly one of"}},
       {"HyperNode unknown member",
-       hn_head + "  tier: 2\n  members:\n  - type: HyperNode\n    selector:\n      exactMatch:\n        name: s9\n", {"member 1", "HyperNode 's9' is not in the input"}},
+       hn_head + "  tier: 2\n  members:\n  - type: HyperNode\n    selector:\n      exactMatch:\n        name: s9\n",
+       {"member 1", "HyperNode 's9' is not in the input"}},
       {"HyperNode tier order",
        hn_head + "  tier: 1\n" + node_member +
            "---\napiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata:\n  name: s2\nspec:\n  tier: 1\n  members:\n"
            "  - type: HyperNode\n    selector:\n      exactMatch:\n        name: s1\n",
        {"bad:13: HyperNode 's2': member 1", "lists HyperNode 's1' of tier 1 from tier 1"}},
-      {"regex without nodes", hn_head + "  tier: 1\n  members:\n  - type: Node\n    selector:\n      regexMatch:\n        pattern: \"^n[0-9]+\"\n",
+      {"regex without nodes",
+       hn_head + "  tier: 1\n  members:\n  - type: Node\n    selector:\n      regexMatch:\n        pattern: \"^n[0-9]+\"\n",
        {"member 1", "regexMatch '^n[0-9]+' needs the node names"}},
       {"bad regex",
-       hn_head + "  tier: 1\n  members:\n  - type: Node\n    selector:\n      regexMatch:\n        pattern: \"n[\"\n---\nkind: Node\nmetadata:\n  name: n1\n",
+       hn_head + "  tier: 1\n  members:\n  - type: Node\n    selector:\n      regexMatch:\n        pattern: \"n[\"\n---\nkind: "
+                 "Node\nmetadata:\n  name: n1\n",
        {"member 1", "is not a regular expression"}},
       {"show-labels truncated",
-       "NAME STATUS ROLES AGE VERSION LABELS\nn1 Ready <none> 1d v1.30 a=b\nn2 Ready <none>\n", {"bad:3:", "3 columns where the header has 6"}},
-      {"show-labels bad label", "NAME STATUS ROLES AGE VERSION LABELS\nn1 Ready <none> 1d v1.30 a=b,cdef\n", {"bad:2:", "node 'n1'", "'cdef' is not key=value"}},
-      {"Topology wrong api", "apiVersion: example.com/v1\nkind: Topology\nspec:\n  levels:\n  - nodeLabel: x\n", {"bad:1:", "apiVersion 'example.com/v1'"}},
-      {"nvlink flag not bool", OneNode({{"tidal.io/topology-block", "b"}, {"tidal.io/topology-block-nvlink", "yes"}}), {"node 'n1'", "must be true or false"}},
+       "NAME STATUS ROLES AGE VERSION LABELS\nn1 Ready <none> 1d v1.30 a=b\nn2 Ready <none>\n",
+       {"bad:3:", "3 columns where the header has 6"}},
+      {"show-labels bad label",
+       "NAME STATUS ROLES AGE VERSION LABELS\nn1 Ready <none> 1d v1.30 a=b,cdef\n",
+       {"bad:2:", "node 'n1'", "'cdef' is not key=value"}},
+      {"Topology wrong api",
+       "apiVersion: example.com/v1\nkind: Topology\nspec:\n  levels:\n  - nodeLabel: x\n",
+       {"bad:1:", "apiVersion 'example.com/v1'"}},
+      {"nvlink flag not bool",
+       OneNode({{"tidal.io/topology-block", "b"}, {"tidal.io/topology-block-nvlink", "yes"}}),
+       {"node 'n1'", "must be true or false"}},
+      {"NVLink flag disagrees in a block",
+       NodeList({MakeNode("n1", {{"tidal.io/topology-block", "b"}, {"tidal.io/topology-block-nvlink", "true"}}, 4),
+                 MakeNode("n2", {{"tidal.io/topology-block", "b"}}, 4)}),
+       {"node 'n2'", "makes block 'b' not an NVLink domain", "node 'n1'"}},
+      {"second JSON value broken",
+       MakeNode("n1", {}, 8).dump() + "\n{\"kind\": \"Node\",\n \"metadata\": {\"name\": }}\n",
+       {"bad:3:", "not valid JSON"}},
+      {"text after JSON", MakeNode("n1", {}, 8).dump() + "\nhello\n", {"bad:2:1:", "expected '{'"}},
+      {"labels passed as .metadata", "{\"name\": \"n1\", \"labels\": {\"a\": \"b\"}}", {"bad:1:", "label 'labels' must be a string"}},
+      {"capacity not a number",
+       "{\"kind\": \"Node\", \"metadata\": {\"name\": \"n1\"}, \"status\": {\"capacity\": {\"nvidia.com/gpu\": \"8Gi\"}}}",
+       {"bad:1: node 'n1'", "status.capacity nvidia.com/gpu = '8Gi' is not a whole number"}},
   };
   for (const Bad& c : cases) {
     auto t = ReadK8sNodeLabels(c.text, "bad");
@@ -397,11 +519,16 @@ TEST(K8sLabels, BadInputsSayWhereAndWhat) {
 // repeated. Whatever the reader makes of it, it returns, and an error names
 // the source.
 TEST(K8sLabels, MutationsNeverCrash) {
-  std::vector<std::string> bases = {NodeList({Nvl72Nodes(false)[0], Nvl72Nodes(false)[20]}),
-                                    "NAME STATUS ROLES AGE VERSION LABELS\nn1 Ready <none> 1d v1 a=b,fabric.topograph.run/tier-0=l\n",
-                                    "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata:\n  name: s1\nspec:\n  tier: 1\n"
-                                    "  members:\n  - type: Node\n    selector:\n      regexMatch:\n        pattern: \"^n.*\"\n---\nkind: Node\n"
-                                    "metadata:\n  name: n1\n"};
+  std::vector<std::string> bases = {
+      NodeList({Nvl72Nodes(false)[0], Nvl72Nodes(false)[20]}),
+      "NAME STATUS ROLES AGE VERSION LABELS\nn1 Ready <none> 1d v1 a=b,fabric.topograph.run/tier-0=l\n",
+      "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata:\n  name: s1\nspec:\n  tier: 1\n"
+      "  members:\n  - type: Node\n    selector:\n      regexMatch:\n        pattern: \"^n.*\"\n---\nkind: Node\n"
+      "metadata:\n  name: n1\n",
+      "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Topology\nmetadata:\n  name: tidal\nspec:\n  levels:\n"
+      "    - nodeLabel: tidal.io/topology-block\n    - nodeLabel: kubernetes.io/hostname\n---\napiVersion: v1\n"
+      "kind: Node\nmetadata:\n  name: \"t1\"\n  labels:\n    tidal.io/topology-block: \"nvl1\"\n"
+      "    tidal.io/topology-block-nvlink: \"true\"\n    kubernetes.io/hostname: \"t1\"\n"};
   if (testing::HaveShared(kDir)) bases.push_back(ReadShared(kDir + "gpu-operator-docs-h100-mig-mixed-node-labels.json").substr(0, 3000));
   const std::string alphabet("{}[]\",:\n -.\\/a0\0", 17);
   Rng rng(4962);
@@ -412,15 +539,24 @@ TEST(K8sLabels, MutationsNeverCrash) {
     for (int e = 0; e < edits && !s.empty(); ++e) {
       const size_t pos = rng.Uniform(s.size());
       switch (rng.Uniform(4)) {
-        case 0: s[pos] = alphabet[rng.Uniform(alphabet.size())]; break;
-        case 1: s.resize(pos); break;
-        case 2: s.insert(pos, s.substr(pos, rng.Uniform(60))); break;
-        default: s.erase(pos, rng.Uniform(30)); break;
+        case 0:
+          s[pos] = alphabet[rng.Uniform(alphabet.size())];
+          break;
+        case 1:
+          s.resize(pos);
+          break;
+        case 2:
+          s.insert(pos, s.substr(pos, rng.Uniform(60)));
+          break;
+        default:
+          s.erase(pos, rng.Uniform(30));
+          break;
       }
     }
     auto t = ReadK8sNodeLabels(s, "fuzz.in");
-    if (t) ++ok;
-    else {
+    if (t) {
+      ++ok;
+    } else {
       ++failed;
       ASSERT_NE(t.error().message.find("fuzz.in"), std::string::npos) << t.error().message;
     }

@@ -30,8 +30,12 @@ std::string_view TrimView(std::string_view s) {
 std::pair<int, int> LineCol(std::string_view text, size_t offset) {
   int line = 1, col = 1;
   for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') ++line, col = 1;
-    else ++col;
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
   }
   return {line, col};
 }
@@ -92,7 +96,8 @@ Status AddNode(Ctx& c, const json& v, const std::string& where) {
     if (auto cap = st->find("capacity"); cap != st->end() && cap->is_object()) {
       n.has_capacity = true;
       if (auto g = cap->find("nvidia.com/gpu"); g != cap->end()) {
-        TIDAL_ASSIGN_OR_RETURN(int64_t x, GetInt(*g, fmt::format("{}: node '{}'", where, n.name), "status.capacity nvidia.com/gpu", 0, 1'000'000));
+        TIDAL_ASSIGN_OR_RETURN(int64_t x,
+                               GetInt(*g, fmt::format("{}: node '{}'", where, n.name), "status.capacity nvidia.com/gpu", 0, 1'000'000));
         n.capacity_gpus = x;
       }
     }
@@ -102,8 +107,10 @@ Status AddNode(Ctx& c, const json& v, const std::string& where) {
 }
 
 Status AddHyperNode(Ctx& c, const json& v, const std::string& where) {
-  if (auto api = v.find("apiVersion"); api != v.end() && (!api->is_string() || !api->get<std::string>().starts_with("topology.volcano.sh/"))) {
-    return MakeError(ErrorCode::kParse, "{}: a HyperNode with apiVersion {}; tidal reads Volcano's topology.volcano.sh/v1alpha1", where, api->dump());
+  if (auto api = v.find("apiVersion");
+      api != v.end() && (!api->is_string() || !api->get<std::string>().starts_with("topology.volcano.sh/"))) {
+    return MakeError(ErrorCode::kParse, "{}: a HyperNode with apiVersion {}; tidal reads Volcano's topology.volcano.sh/v1alpha1", where,
+                     api->dump());
   }
   const auto md = v.find("metadata");
   if (md == v.end() || !md->is_object()) return MakeError(ErrorCode::kParse, "{}: a HyperNode without metadata.name", where);
@@ -116,7 +123,8 @@ Status AddHyperNode(Ctx& c, const json& v, const std::string& where) {
     TIDAL_ASSIGN_OR_RETURN(h.annotations, GetStringMap(*a, at, "annotation"));
   }
   const auto spec = v.find("spec");
-  if (spec == v.end() || !spec->is_object()) return MakeError(ErrorCode::kParse, "{}: no spec (spec.tier and spec.members are required)", at);
+  if (spec == v.end() || !spec->is_object())
+    return MakeError(ErrorCode::kParse, "{}: no spec (spec.tier and spec.members are required)", at);
   const auto tier = spec->find("tier");
   if (tier == spec->end()) return MakeError(ErrorCode::kParse, "{}: no spec.tier (1 is the tier nearest the nodes)", at);
   TIDAL_ASSIGN_OR_RETURN(int64_t t, GetInt(*tier, at, "spec.tier", 1, 64));
@@ -131,12 +139,16 @@ Status AddHyperNode(Ctx& c, const json& v, const std::string& where) {
     if (!m.is_object()) return MakeError(ErrorCode::kParse, "{}: a member must be a mapping with type and selector", mat);
     HyperNodeMember hm;
     TIDAL_ASSIGN_OR_RETURN(std::string type, GetString(m, "type", mat, "the member"));
-    if (type != "Node" && type != "HyperNode") return MakeError(ErrorCode::kParse, "{}: type '{}' is neither Node nor HyperNode", mat, type);
+    if (type != "Node" && type != "HyperNode")
+      return MakeError(ErrorCode::kParse, "{}: type '{}' is neither Node nor HyperNode", mat, type);
     hm.hypernode = type == "HyperNode";
     const auto sel = m.find("selector");
-    if (sel == m.end() || !sel->is_object()) return MakeError(ErrorCode::kParse, "{}: no selector (exactMatch, regexMatch or labelMatch)", mat);
+    if (sel == m.end() || !sel->is_object())
+      return MakeError(ErrorCode::kParse, "{}: no selector (exactMatch, regexMatch or labelMatch)", mat);
     const int kinds = sel->contains("exactMatch") + sel->contains("regexMatch") + sel->contains("labelMatch");
-    if (kinds != 1) return MakeError(ErrorCode::kParse, "{}: the selector needs exactly one of exactMatch, regexMatch and labelMatch (found {})", mat, kinds);
+    if (kinds != 1)
+      return MakeError(ErrorCode::kParse, "{}: the selector needs exactly one of exactMatch, regexMatch and labelMatch (found {})", mat,
+                       kinds);
     if (auto e = sel->find("exactMatch"); e != sel->end()) {
       if (!e->is_object()) return MakeError(ErrorCode::kParse, "{}: exactMatch must be a mapping with name", mat);
       TIDAL_ASSIGN_OR_RETURN(hm.value, GetString(*e, "name", mat, "exactMatch"));
@@ -151,9 +163,11 @@ Status AddHyperNode(Ctx& c, const json& v, const std::string& where) {
         return MakeError(ErrorCode::kParse, "{}: labelMatch is read with matchLabels only (matchExpressions are not supported)", mat);
       }
       TIDAL_ASSIGN_OR_RETURN(hm.match_labels, GetStringMap(l["matchLabels"], mat, "matchLabels"));
-      if (hm.match_labels.empty()) return MakeError(ErrorCode::kParse, "{}: labelMatch.matchLabels is empty (it would match every node)", mat);
+      if (hm.match_labels.empty())
+        return MakeError(ErrorCode::kParse, "{}: labelMatch.matchLabels is empty (it would match every node)", mat);
     }
-    if (hm.kind != HyperNodeMember::Kind::kLabels && hm.value.empty()) return MakeError(ErrorCode::kParse, "{}: an empty name or pattern", mat);
+    if (hm.kind != HyperNodeMember::Kind::kLabels && hm.value.empty())
+      return MakeError(ErrorCode::kParse, "{}: an empty name or pattern", mat);
     h.members.push_back(std::move(hm));
   }
   c.out.hypernodes.push_back(std::move(h));
@@ -165,15 +179,17 @@ Status AddTopologyObject(Ctx& c, const json& v, const std::string& where) {
   t.where = where;
   TIDAL_ASSIGN_OR_RETURN(t.api_version, GetString(v, "apiVersion", where, "a Topology"));
   if (!t.api_version.starts_with("kueue.x-k8s.io/") && !t.api_version.starts_with("kai.scheduler/")) {
-    return MakeError(ErrorCode::kParse, "{}: a Topology with apiVersion '{}'; tidal reads Kueue's (kueue.x-k8s.io) and KAI's (kai.scheduler)",
-                     where, t.api_version);
+    return MakeError(ErrorCode::kParse,
+                     "{}: a Topology with apiVersion '{}'; tidal reads Kueue's (kueue.x-k8s.io) and KAI's (kai.scheduler)", where,
+                     t.api_version);
   }
   if (auto md = v.find("metadata"); md != v.end() && md->is_object() && md->contains("name") && (*md)["name"].is_string()) {
     t.name = (*md)["name"].get<std::string>();
   }
   const auto spec = v.find("spec");
   const json* levels = spec != v.end() && spec->is_object() && spec->contains("levels") ? &(*spec)["levels"] : nullptr;
-  if (!levels || !levels->is_array() || levels->empty()) return MakeError(ErrorCode::kParse, "{}: Topology '{}' has no spec.levels", where, t.name);
+  if (!levels || !levels->is_array() || levels->empty())
+    return MakeError(ErrorCode::kParse, "{}: Topology '{}' has no spec.levels", where, t.name);
   for (const json& l : *levels) {
     if (!l.is_object()) return MakeError(ErrorCode::kParse, "{}: Topology '{}': each level is a mapping with nodeLabel", where, t.name);
     TIDAL_ASSIGN_OR_RETURN(std::string key, GetString(l, "nodeLabel", where, "a Topology level"));
@@ -202,13 +218,15 @@ Status AddLabelsObject(Ctx& c, const json& v, const std::string& where) {
 
 Status AddObject(Ctx& c, const json& v, const std::string& where, const ItemWhere& item_where, int depth = 0) {
   if (!v.is_object()) {
-    return MakeError(ErrorCode::kParse, "{}: expected an object (a NodeList, a Node, a HyperNode, a Topology or one node's labels), found {}",
-                     where, TypeName(v));
+    return MakeError(ErrorCode::kParse,
+                     "{}: expected an object (a NodeList, a Node, a HyperNode, a Topology or one node's labels), found {}", where,
+                     TypeName(v));
   }
   const auto kind = v.find("kind");
   if (kind == v.end()) {
     if (v.contains("metadata") || v.contains("items") || v.contains("spec")) {
-      return MakeError(ErrorCode::kParse, "{}: an object with metadata/items/spec but no kind; expected kind Node, NodeList, HyperNode or Topology", where);
+      return MakeError(ErrorCode::kParse,
+                       "{}: an object with metadata/items/spec but no kind; expected kind Node, NodeList, HyperNode or Topology", where);
     }
     return AddLabelsObject(c, v, where);
   }
@@ -237,14 +255,20 @@ size_t JsonValueEnd(std::string_view text, size_t pos) {
   for (size_t i = pos; i < text.size(); ++i) {
     const char ch = text[i];
     if (in_string) {
-      if (escape) escape = false;
-      else if (ch == '\\') escape = true;
-      else if (ch == '"') in_string = false;
+      if (escape)
+        escape = false;
+      else if (ch == '\\')
+        escape = true;
+      else if (ch == '"')
+        in_string = false;
       continue;
     }
-    if (ch == '"') in_string = true;
-    else if (ch == '{' || ch == '[') ++depth;
-    else if ((ch == '}' || ch == ']') && --depth == 0) return i + 1;
+    if (ch == '"')
+      in_string = true;
+    else if (ch == '{' || ch == '[')
+      ++depth;
+    else if ((ch == '}' || ch == ']') && --depth == 0)
+      return i + 1;
   }
   return std::string_view::npos;
 }
@@ -285,8 +309,10 @@ Status ParseJson(Ctx& c, std::string_view text) {
 Result<json> ToJson(const YAML::Node& n, const std::string& source) {
   switch (n.Type()) {
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined: return json(nullptr);
-    case YAML::NodeType::Scalar: return json(n.Scalar());
+    case YAML::NodeType::Undefined:
+      return json(nullptr);
+    case YAML::NodeType::Scalar:
+      return json(n.Scalar());
     case YAML::NodeType::Sequence: {
       json a = json::array();
       for (const auto& x : n) {
@@ -298,7 +324,8 @@ Result<json> ToJson(const YAML::Node& n, const std::string& source) {
     case YAML::NodeType::Map: {
       json o = json::object();
       for (const auto& kv : n) {
-        if (!kv.first.IsScalar()) return MakeError(ErrorCode::kParse, "{}:{}: a mapping key must be a plain string", source, kv.first.Mark().line + 1);
+        if (!kv.first.IsScalar())
+          return MakeError(ErrorCode::kParse, "{}:{}: a mapping key must be a plain string", source, kv.first.Mark().line + 1);
         TIDAL_ASSIGN_OR_RETURN(json j, ToJson(kv.second, source));
         o[kv.first.Scalar()] = std::move(j);
       }
@@ -320,7 +347,8 @@ Status ParseYaml(Ctx& c, std::string_view text) {
       if (d.IsNull()) continue;  // an empty document between two '---'
       const std::string where = fmt::format("{}:{}", c.source, d.Mark().line + 1);
       if (!d.IsMap()) {
-        return MakeError(ErrorCode::kParse, "{}: expected a mapping (a Node, a NodeList, a HyperNode, a Topology or one node's labels)", where);
+        return MakeError(ErrorCode::kParse, "{}: expected a mapping (a Node, a NodeList, a HyperNode, a Topology or one node's labels)",
+                         where);
       }
       TIDAL_ASSIGN_OR_RETURN(json v, ToJson(d, c.source));
       const YAML::Node items = d["items"];
@@ -361,7 +389,8 @@ Status ParseShowLabels(Ctx& c, std::string_view text) {
     }
     if (!header) {
       if (cols.size() < 2 || cols.front() != "NAME" || cols.back() != "LABELS") {
-        return MakeError(ErrorCode::kParse, "{}:{}: expected the header of `kubectl get nodes --show-labels` (NAME ... LABELS)", c.source, line);
+        return MakeError(ErrorCode::kParse, "{}:{}: expected the header of `kubectl get nodes --show-labels` (NAME ... LABELS)", c.source,
+                         line);
       }
       header = true;
       header_cols = cols.size();
@@ -369,8 +398,8 @@ Status ParseShowLabels(Ctx& c, std::string_view text) {
     }
     const std::string where = fmt::format("{}:{}", c.source, line);
     if (cols.size() < header_cols) {
-      return MakeError(ErrorCode::kParse, "{}: {} columns where the header has {} (a truncated line?); the last column is LABELS",
-                       where, cols.size(), header_cols);
+      return MakeError(ErrorCode::kParse, "{}: {} columns where the header has {} (a truncated line?); the last column is LABELS", where,
+                       cols.size(), header_cols);
     }
     Node n;
     n.name = std::string(cols.front());

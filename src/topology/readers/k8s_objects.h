@@ -37,7 +37,7 @@ struct HyperNodeMember {
   enum class Kind { kExact, kRegex, kLabels };
   bool hypernode = false;  // type HyperNode (else Node)
   Kind kind = Kind::kExact;
-  std::string value;       // the name or the pattern
+  std::string value;  // the name or the pattern
   std::map<std::string, std::string> match_labels;
 };
 
@@ -71,8 +71,8 @@ Result<Objects> ParseObjects(std::string_view text, const std::string& source);
 // k8s_hypernodes.cc: the switch tree from Volcano HyperNodes. Hosts are their
 // Node members and every node in `objects.nodes` (layouts[i] is nodes[i]'s;
 // other members get an unknown layout); `notes` are kept.
-Result<Topology> BuildFromHyperNodes(const Objects& objects, const std::vector<HostLayout>& layouts,
-                                     std::vector<std::string> notes, const std::string& source);
+Result<Topology> BuildFromHyperNodes(const Objects& objects, const std::vector<HostLayout>& layouts, std::vector<std::string> notes,
+                                     const std::string& source);
 
 // "a, b, c and 4 more": names in messages and notes.
 std::string NameList(const std::vector<std::string>& names, size_t n = 5);

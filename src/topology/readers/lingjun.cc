@@ -50,14 +50,16 @@ Result<Topology> ReadLingjunCsv(std::string_view text, const std::string& source
     if (auto [it, inserted] = host_row.emplace(ip, &r); !inserted) {
       const CsvRow& first = *it->second;
       const bool same = first.field(1) == d && first.field(2) == p && first.field(3) == a;
-      if (same) return MakeError(ErrorCode::kParse, "{}: host {} is listed twice (first at line {}); remove one row", r.Where(0), ip, first.line());
+      if (same)
+        return MakeError(ErrorCode::kParse, "{}: host {} is listed twice (first at line {}); remove one row", r.Where(0), ip, first.line());
       return MakeError(ErrorCode::kParse, "{}: host {} is at {}/{}/{} here but at {}/{}/{} on line {}; a host has one place in the fabric",
                        r.Where(0), ip, d, p, a, first.field(1), first.field(2), first.field(3), first.line());
     }
     // PSW labels are unique cluster-wide, so a PSW under two DSWs is a contradiction, not a repeat.
     if (auto [it, inserted] = psw_parent.emplace(p, std::make_pair(d, r.line())); !inserted && it->second.first != d) {
-      return MakeError(ErrorCode::kParse, "{}: PSW {} is under DSW {} here but under DSW {} on line {}; the strict tree needs one DSW per PSW",
-                       r.Where(1), p, d, it->second.first, it->second.second);
+      return MakeError(ErrorCode::kParse,
+                       "{}: PSW {} is under DSW {} here but under DSW {} on line {}; the strict tree needs one DSW per PSW", r.Where(1), p,
+                       d, it->second.first, it->second.second);
     }
     const std::string where = fmt::format("{}:{}", source, r.line());
     auto dit = dsw.find(d);

@@ -158,10 +158,18 @@ TEST(Lingjun, MutationsNeverCrash) {
     for (int e = 0; e < edits && !s.empty(); ++e) {
       const size_t pos = rng.Uniform(s.size());
       switch (rng.Uniform(4)) {
-        case 0: s[pos] = alphabet[rng.Uniform(alphabet.size())]; break;
-        case 1: s.resize(pos); break;
-        case 2: s.insert(pos, s.substr(pos, rng.Uniform(80))); break;
-        default: s.erase(pos, rng.Uniform(40)); break;
+        case 0:
+          s[pos] = alphabet[rng.Uniform(alphabet.size())];
+          break;
+        case 1:
+          s.resize(pos);
+          break;
+        case 2:
+          s.insert(pos, s.substr(pos, rng.Uniform(80)));
+          break;
+        default:
+          s.erase(pos, rng.Uniform(40));
+          break;
       }
     }
     auto t = ReadLingjunCsv(s, "fuzz.csv");

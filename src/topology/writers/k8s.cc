@@ -143,8 +143,11 @@ Result<std::string> WriteLabelLevels(const Topology& t, std::string_view api_ver
   std::vector<std::string> empty;
   for (Level l : levels)
     for (DomainId d : t.domains_at(l)) {
-      if (t.hosts_under(d) == 0) empty.push_back(t.domain(d).name);
-      else names.Name(LevelKey(l), t.domain(d).name);
+      if (t.hosts_under(d) == 0) {
+        empty.push_back(t.domain(d).name);
+      } else {
+        names.Name(LevelKey(l), t.domain(d).name);
+      }
     }
   std::string out = Header(t, what);
   out += "# Node labels tidal.io/topology-<level> hold each host's domains; label values are domain names.\n";

@@ -226,7 +226,8 @@ TEST(K8sWriters, LingjunRoundTripsDespiteNamesKubernetesCannotTake) {
   auto kueue = WriteKueueTopology(*t);
   ASSERT_TRUE(kueue);
   EXPECT_NE(kueue->find("# domain 'P10/S1' is labelled 'P10-S1' (not a valid label value)"), std::string::npos);
-  EXPECT_NE(kueue->find("# 6 node name(s) are too long for a label value (e.g. " + hex + "0); their kubernetes.io/hostname is left to the "
+  EXPECT_NE(kueue->find("# 6 node name(s) are too long for a label value (e.g. " + hex +
+                        "0); their kubernetes.io/hostname is left to the "
                         "kubelet\n"),
             std::string::npos);
   EXPECT_EQ(kueue->find("kubernetes.io/hostname: \"" + hex), std::string::npos);
@@ -273,9 +274,10 @@ TEST(K8sWriters, VolcanoExactOutput) {
   auto v = WriteVolcanoHyperNodes(t);
   ASSERT_TRUE(v) << v.error().message;
   auto hn = [](const std::string& name, const char* level, int tier, const std::string& members) {
-    return fmt::format("---\napiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata:\n  name: \"{}\"\n  annotations:\n"
-                       "    tidal.io/level: {}\nspec:\n  tier: {}\n  members:\n{}",
-                       name, level, tier, members);
+    return fmt::format(
+        "---\napiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata:\n  name: \"{}\"\n  annotations:\n"
+        "    tidal.io/level: {}\nspec:\n  tier: {}\n  members:\n{}",
+        name, level, tier, members);
   };
   auto member = [](const char* type, const std::string& name) {
     return fmt::format("    - type: {}\n      selector:\n        exactMatch:\n          name: \"{}\"\n", type, name);
@@ -316,8 +318,8 @@ root:
   CheckObjects(*v, "volcano");
   auto back = ReadK8sNodeLabels(*v, "v.yaml");
   ASSERT_TRUE(back) << back.error().message;
-  EXPECT_EQ(testing::Describe(*back), (std::vector<std::string>{"spine sp <- - hosts=2", "leaf full <- sp hosts=2", "node h1 <- full",
-                                                                  "node h2 <- full"}));
+  EXPECT_EQ(testing::Describe(*back),
+            (std::vector<std::string>{"spine sp <- - hosts=2", "leaf full <- sp hosts=2", "node h1 <- full", "node h2 <- full"}));
 }
 
 TEST(K8sWriters, OneHostAndNoSwitches) {
@@ -347,8 +349,9 @@ TEST(K8sWriters, HostNamesKubernetesRejectsAreAnError) {
 
 TEST(K8sWriters, ClashingSanitisedNamesGetHashes) {
   // "a/b" and "a_b" both become "a-b" as HyperNode names; the second one gets a hash.
-  const char* yaml = "version: 1\nroot:\n  level: spine\n  name: top\n  children:\n  - level: leaf\n    name: a/b\n    hosts: [h1]\n"
-                     "  - level: leaf\n    name: a_b\n    hosts: [h2]\n";
+  const char* yaml =
+      "version: 1\nroot:\n  level: spine\n  name: top\n  children:\n  - level: leaf\n    name: a/b\n    hosts: [h1]\n"
+      "  - level: leaf\n    name: a_b\n    hosts: [h2]\n";
   const Topology t = Load(yaml, "clash.yaml");
   auto v = WriteVolcanoHyperNodes(t);
   ASSERT_TRUE(v);
