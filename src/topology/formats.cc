@@ -110,6 +110,12 @@ Result<Format> DetectFormat(std::string_view text, std::string_view source) {
         l.find("topograph.run/") != std::string_view::npos)
       return Format::kK8sLabels;
     if (StartsWithNoCase(l, "NAME") && l.find("LABELS") != std::string_view::npos) return Format::kK8sLabels;
+    // Node objects in JSON (kubectl prints "kind": "List" last, each item's "kind": "Node" near the top) and the
+    // YAML streams of tidal's Kueue/KAI/Volcano writers.
+    if (l.find("\"kind\"") != std::string_view::npos && l.find("\"Node\"") != std::string_view::npos) return Format::kK8sLabels;
+    if (StartsWithNoCase(l, "apiVersion: topology.volcano.sh/") || StartsWithNoCase(l, "apiVersion: kueue.x-k8s.io/") ||
+        StartsWithNoCase(l, "apiVersion: kai.scheduler/") || StartsWithNoCase(l, "kind: Node") || StartsWithNoCase(l, "kind: HyperNode"))
+      return Format::kK8sLabels;
   }
   if (gpu_rows > 0) return Format::kNvidiaSmi;
   // ibnetdiscover output may start with a stray stderr line; look further.

@@ -5,8 +5,12 @@
 //  * KAI scheduler: a kai.scheduler/v1alpha1 Topology (levels by node label)
 //    plus the node labels.
 //  * Volcano: topology.volcano.sh/v1alpha1 HyperNode objects, one per
-//    switch domain (tier 1 = leaf ...), members by exact node name or by
-//    HyperNode name.
+//    switch domain (tier 1 = the lowest switch level present, often leaf or
+//    block), members by exact node name (an anchored regexMatch for names
+//    over 63 characters) or by HyperNode name.
+// Label keys are tidal.io/topology-<level>; see k8s.cc for why and for how
+// names Kubernetes cannot take are rewritten. Host names must be valid node
+// names (an error otherwise); domains without hosts are left out, in a comment.
 #pragma once
 
 #include <string>
