@@ -28,14 +28,29 @@ bool TopoPlace::ModelOk(const ClusterState& c, const PodRequest& pod, DomainId d
 
 NodeId TopoPlace::OneHost(const CycleContext& ctx, const PodRequest& pod, DomainId d, int32_t tp) const {
   const ClusterState& c = ctx.cluster;
+  const int32_t n = pod.num_gpu();
+  // Best fit over the whole cluster: the smallest free count k >= n that some
+  // host has (the per-domain histograms say where), then descend only into
+  // domains holding such a host, most-allocated first.
+  for (int32_t k = n; k < ClusterState::kFreeHistogram - 1; ++k) {
+    if (c.domain_hosts_with_free(d, k) == 0) continue;
+    if (NodeId r = Descend(ctx, pod, d, tp, k); r >= 0) return r;
+  }
+  // Hosts with more free GPUs than the histogram resolves: any of them.
+  return Descend(ctx, pod, d, tp, ClusterState::kFreeHistogram - 1);
+}
+
+NodeId TopoPlace::Descend(const CycleContext& ctx, const PodRequest& pod, DomainId d, int32_t tp, int32_t k) const {
+  const ClusterState& c = ctx.cluster;
   const topo::Topology& t = c.topology();
   const int32_t n = pod.num_gpu();
+  const bool last_bucket = k == ClusterState::kFreeHistogram - 1;
   if (IsHost(t, d)) {
     const NodeId node = c.node_of_host(t.host_index(d));
-    if (!gang::NodeCanTake(c, pod, node, n) || gang::UsableGpus(c, node, tp) < n) return -1;
+    const int32_t free = c.free_whole_gpus(node);
+    if ((last_bucket ? free < k : free != k) || !gang::NodeCanTake(c, pod, node, n) || gang::UsableGpus(c, node, tp) < n) return -1;
     return node;
   }
-  // Children that can hold it: hosts tightest first, domains most-allocated first.
   struct Kid {
     int32_t key;
     DomainId d;
@@ -43,9 +58,9 @@ NodeId TopoPlace::OneHost(const CycleContext& ctx, const PodRequest& pod, Domain
   Kid kids[256];
   std::vector<Kid> many;
   size_t count = 0;
-  for (DomainId k : t.children(d)) {
-    if (c.domain_max_host_free(k) < n || !ModelOk(c, pod, k)) continue;
-    const Kid kid{IsHost(t, k) ? c.domain_max_host_free(k) : c.domain_free_gpus(k), k};
+  for (DomainId x : t.children(d)) {
+    if (c.domain_hosts_with_free(x, k) == 0 || !ModelOk(c, pod, x)) continue;
+    const Kid kid{IsHost(t, x) ? 0 : c.domain_free_gpus(x), x};
     if (count < 256) kids[count++] = kid;
     else many.push_back(kid);
   }
@@ -53,13 +68,13 @@ NodeId TopoPlace::OneHost(const CycleContext& ctx, const PodRequest& pod, Domain
   if (!many.empty()) {
     many.insert(many.end(), kids, kids + count);
     std::sort(many.begin(), many.end(), less);
-    for (const Kid& k : many)
-      if (NodeId r = OneHost(ctx, pod, k.d, tp); r >= 0) return r;
+    for (const Kid& x : many)
+      if (NodeId r = Descend(ctx, pod, x.d, tp, k); r >= 0) return r;
     return -1;
   }
   std::sort(kids, kids + count, less);
   for (size_t i = 0; i < count; ++i)
-    if (NodeId r = OneHost(ctx, pod, kids[i].d, tp); r >= 0) return r;
+    if (NodeId r = Descend(ctx, pod, kids[i].d, tp, k); r >= 0) return r;
   return -1;
 }
 

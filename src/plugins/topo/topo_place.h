@@ -1,12 +1,13 @@
 // tidal's topology placer ("topo"): places every whole-GPU job from the
 // per-domain free aggregates, without scanning all nodes.
 //
-//  * A job that fits on one host goes to one host: descend from the root
-//    into the most-allocated child domain that can still hold it (so small
-//    jobs fill domains that are already broken and whole leaves, NVL72 racks
-//    and spine groups stay whole for the gangs that need them), and at the
-//    host level take the tightest host (best fit); on the host, the
-//    tightest NVLink group / PCIe switch (framework/gang.h).
+//  * A job that fits on one host goes to the tightest host in the cluster
+//    (best fit: the fewest free GPUs that hold it, found from the per-domain
+//    free-host histograms without a scan); among equally tight hosts, the one
+//    under the most-allocated domains (so small jobs fill domains that are
+//    already broken, and whole leaves, NVL72 racks and spine groups stay
+//    whole for the gangs that need them); on the host, the tightest NVLink
+//    group / PCIe switch (framework/gang.h).
 //  * A gang that spans hosts: at each level above the host, the best-fit
 //    domain (fewest free GPUs that still hold it), the domain with the most
 //    whole free hosts and the one needing the fewest hosts are candidates (a
@@ -51,6 +52,7 @@ class TopoPlace final : public GangPlacePlugin {
     double slowdown = 1;
   };
   NodeId OneHost(const CycleContext& ctx, const PodRequest& pod, topo::DomainId d, int32_t tp) const;
+  NodeId Descend(const CycleContext& ctx, const PodRequest& pod, topo::DomainId d, int32_t tp, int32_t free) const;
   int32_t Fill(const CycleContext& ctx, const PodRequest& pod, topo::DomainId d, int32_t want, int32_t tp,
                std::vector<gang::Piece>& pieces) const;
   std::optional<Placement> Flat(const CycleContext& ctx, const PodRequest& pod) const;
