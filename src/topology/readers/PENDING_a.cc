@@ -8,6 +8,5 @@
 #include "topology/writers/slurm.h"
 namespace tidal::topo {
 #define PENDING(what) return MakeError(ErrorCode::kFailedPrecondition, "{}: not yet", what)
-Result<Topology> ReadNvidiaSmiTopo(std::string_view, const std::string& s, const std::string&) { PENDING(s); }
 Result<Topology> ReadIbnetdiscover(std::string_view, const std::string& s) { PENDING(s); }
 }
