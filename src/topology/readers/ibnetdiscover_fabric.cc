@@ -29,7 +29,6 @@
 #include <charconv>
 #include <cmath>
 #include <deque>
-#include <functional>
 #include <set>
 #include <tuple>
 
@@ -285,17 +284,24 @@ Result<Topology> BuildFabric(Fabric f) {
   for (size_t s = 0; s < S; ++s)
     for (int t : nbr[s])
       if (above(static_cast<int>(s), t)) down[s].push_back(t);
-  std::vector<int> height(S, 0);
-  std::function<int(int)> height_of = [&](int s) -> int {
-    int& h = height[static_cast<size_t>(s)];
-    if (h > 0) return h;
-    int m = 1;
-    for (int t : down[static_cast<size_t>(s)]) m = std::max(m, height_of(t) + 1);
-    return h = m;
-  };
-  std::vector<int> by_height(S);
-  for (size_t s = 0; s < S; ++s) by_height[s] = static_cast<int>(s), height_of(static_cast<int>(s));
-  std::stable_sort(by_height.begin(), by_height.end(), [&](int a, int b) { return height[static_cast<size_t>(a)] < height[static_cast<size_t>(b)]; });
+  // Every link runs down the order `above`, so sorting by it is a
+  // topological order: heights bottom-up without recursion, which a chain
+  // of thousands of switches would overflow (in the builder too, whose
+  // recursive walks this check keeps to at most four tiers).
+  std::vector<int> bottom_up(S);
+  for (size_t s = 0; s < S; ++s) bottom_up[s] = static_cast<int>(s);
+  std::sort(bottom_up.begin(), bottom_up.end(), [&](int a, int b) { return above(b, a); });
+  std::vector<int> height(S, 1);
+  for (int s : bottom_up)
+    for (int t : down[static_cast<size_t>(s)]) height[static_cast<size_t>(s)] = std::max(height[static_cast<size_t>(s)], height[static_cast<size_t>(t)] + 1);
+  for (size_t s = 0; s < S; ++s) {
+    if (height[s] > 4) {
+      return MakeError(ErrorCode::kParse,
+                       "{}: switch {} sits {} switch tiers above the hosts (switches cabled in a chain?); tidal models at "
+                       "most four tiers (leaf, spine, core, zone)",
+                       f.Where(f.nodes[sws[s]].line), SwitchName(f.nodes[sws[s]]), height[s]);
+    }
+  }
 
   // Bandwidth towards the hosts and towards the parents; host-port rates below.
   std::vector<double> bw_down(S, 0), bw_up(S, 0);
@@ -324,7 +330,7 @@ Result<Topology> BuildFabric(Fabric f) {
       }
     }
   }
-  for (int s : by_height)
+  for (int s : bottom_up)
     for (int t : down[static_cast<size_t>(s)])
       for (const auto& [r, k] : host_rates[static_cast<size_t>(t)]) host_rates[static_cast<size_t>(s)][r] += k;
 

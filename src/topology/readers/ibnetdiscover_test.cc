@@ -411,6 +411,25 @@ TEST(IbBadInput, LinksThatBreakTheTreeNameBothPlaces) {
   EXPECT_NE(u.error().message.find("two.topo:8: host 'n1' is under both"), std::string::npos) << u.error().message;
 }
 
+TEST(IbBadInput, AChainOfSwitchesIsAnErrorNotADeepRecursion) {
+  // 20000 switches in a line with one host at the end: 20000 tiers.
+  std::string text;
+  const int n = 20000;
+  auto id = [](int i) { return fmt::format("S-{:016x}", 0x100000 + i); };
+  for (int i = 0; i < n; ++i) {
+    std::vector<L> links;
+    if (i == 0) links.push_back({3, H(1), 1, "h1 x"});
+    if (i > 0) links.push_back({1, id(i - 1), 2, "sw"});
+    if (i + 1 < n) links.push_back({2, id(i + 1), 1, "sw"});
+    text += Block("Switch", 8, id(i), "sw", links);
+  }
+  auto t = ReadIbnetdiscover(text, "chain.topo");
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().message.find("chain.topo:22: switch S-0000000000100004 sits 5 switch tiers above the hosts"),
+            std::string::npos)
+      << t.error().message;
+}
+
 // --- robustness ---------------------------------------------------------------
 
 TEST(IbRobustness, ThousandsOfDamagedFixturesNeverCrash) {
