@@ -118,6 +118,14 @@ Result<Format> DetectFormat(std::string_view text, std::string_view source) {
       return Format::kK8sLabels;
   }
   if (gpu_rows > 0) return Format::kNvidiaSmi;
+  // `nvidia-smi nvlink -R` / `-s` ("GPU 0: ... (UUID: ...)" then "Link 0: ..."):
+  // not a matrix, but the nvidia-smi reader says so and which command to run.
+  bool gpu_uuid = false, nvlink_line = false;
+  for (std::string_view l : lines) {
+    gpu_uuid = gpu_uuid || (StartsWithNoCase(l, "GPU ") && l.find("(UUID:") != std::string_view::npos);
+    nvlink_line = nvlink_line || StartsWithNoCase(l, "Link ");
+  }
+  if (gpu_uuid && nvlink_line) return Format::kNvidiaSmi;
   // ibnetdiscover output may start with a stray stderr line; look further.
   if (text.find("\nSwitch") != std::string_view::npos && text.find("\"S-") != std::string_view::npos) return Format::kIbnetdiscover;
   return MakeError(ErrorCode::kParse,

@@ -4,7 +4,10 @@
 // (lists without links: an error saying to run ibnetdiscover or iblinkinfo).
 // Hosts are named by the first word of the CA's node description ("node018
 // HCA-1" -> node018); several CAs of one host are one host (multi-rail).
-// Link speed and width (4xEDR, 4X 10.0 Gbps) rate the links.
+// Link speed and width (4xEDR, 4X 10.0 Gbps) rate the links. Switches are
+// named "S-<GUID>"; a CA that kept the adapter's default description is
+// "H-<GUID>". A dump whose Ca blocks were cut is read from the switch port
+// lines, with a note counting those CAs.
 #pragma once
 
 #include <string>

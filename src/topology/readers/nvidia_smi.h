@@ -2,9 +2,14 @@
 // separated by tabs or runs of spaces; NIC columns/rows, the Legend and the
 // NIC Legend may be present or not; "CPU Affinity" / "NUMA Affinity" /
 // "GPU NUMA ID" columns are optional. The host gets one domain per NUMA node
-// (pcie level) and, where PCIe switches group GPUs (PIX/PXB), pcie groups;
-// NV# links make the host an NVLink domain when every GPU pair is NV-linked
-// (NVSwitch), or nvlink groups for bridged pairs. NICs give the rail count.
+// (pcie level) where there are several and, where PCIe switches group GPUs
+// (PIX/PXB) and no NUMA group holds them, pcie groups (groups of one level
+// cannot nest; a note says what was left out); NV# links make the host an
+// NVLink domain when every GPU pair is NV-linked (NVSwitch), or nvlink
+// groups for all-to-all NV-linked sets (bridged pairs). NICs are counted in
+// a note (rails belong to the leaf switches, not the host). NIC rows may be
+// missing (a cut paste) while the GPU rows are whole; `nvidia-smi nvlink
+// -R/-s` output is an error that says to run `nvidia-smi topo -m`.
 #pragma once
 
 #include <string>
