@@ -94,7 +94,15 @@ Result<Topology> TopologyBuilder::Build() && {
     Level top = Level::kNode;
     for (DomainId d : tops) top = std::max(top, nodes_[static_cast<size_t>(d)].d.level, [](Level a, Level b) { return LevelIndex(a) < LevelIndex(b); });
     if (top == Level::kZone) {
-      return MakeError(ErrorCode::kParse, "{}: {} zones have no common parent; a topology has one root", src, tops.size());
+      std::string list;
+      for (size_t i = 0; i < tops.size() && i < 4; ++i) {
+        const Item& it = nodes_[static_cast<size_t>(tops[i])];
+        list += fmt::format("{}{} '{}'{}", i ? ", " : "", LevelName(it.d.level), it.d.name, it.where.empty() ? "" : " (" + it.where + ")");
+      }
+      return MakeError(ErrorCode::kParse,
+                       "{}: {} top-level items ({}{}) have no common parent and one of them is a zone; a topology has one "
+                       "root: put them under one zone or connect the stray items",
+                       src, tops.size(), list, tops.size() > 4 ? ", ..." : "");
     }
     Domain root;
     root.level = kAllLevels[static_cast<size_t>(LevelIndex(top) + 1)];
@@ -360,48 +368,63 @@ Result<Topology> FabricGraph::Build(const Options& options) && {
     parents[static_cast<size_t>(c->second)].push_back(p->second);
     parent_where[static_cast<size_t>(c->second)].push_back(e.where);
   }
-  // Cycles (switch to switch edges only; hosts have no children).
+  // Heights above hosts bottom-up without recursion (Kahn's order over the
+  // child edges): whatever is left unordered lies on or above a cycle.
+  std::vector<int> height(n_items, -1);
   {
-    std::vector<int> color(n_items, 0), stack_path;
-    std::string cycle;
-    std::function<bool(int)> dfs = [&](int u) {
-      color[static_cast<size_t>(u)] = 1;
-      stack_path.push_back(u);
-      for (int v : kids[static_cast<size_t>(u)]) {
-        if (color[static_cast<size_t>(v)] == 1) {
-          auto it = std::find(stack_path.begin(), stack_path.end(), v);
-          for (; it != stack_path.end(); ++it) cycle += name[static_cast<size_t>(*it)] + " -> ";
-          cycle += name[static_cast<size_t>(v)];
-          return true;
-        }
-        if (color[static_cast<size_t>(v)] == 0 && dfs(v)) return true;
-      }
-      stack_path.pop_back();
-      color[static_cast<size_t>(u)] = 2;
-      return false;
-    };
+    std::vector<int> pending(n_items, 0);  // children not yet given a height
+    std::vector<int> ready;
     for (size_t i = 0; i < n_items; ++i) {
-      if (color[i] == 0 && dfs(static_cast<int>(i))) {
-        return MakeError(ErrorCode::kParse, "{}: the switches form a cycle ({}, see {}); a fabric description must be a tree or a Clos",
-                         source_, cycle, where_of(stack_path.back()));
+      pending[i] = static_cast<int>(kids[i].size());
+      if (pending[i] == 0) ready.push_back(static_cast<int>(i));
+    }
+    size_t done = 0;
+    while (!ready.empty()) {
+      const int u = ready.back();
+      ready.pop_back();
+      ++done;
+      int h = is_host[static_cast<size_t>(u)] ? 0 : 1;
+      for (int v : kids[static_cast<size_t>(u)]) h = std::max(h, height[static_cast<size_t>(v)] + 1);
+      height[static_cast<size_t>(u)] = h;
+      for (int p : parents[static_cast<size_t>(u)])
+        if (--pending[static_cast<size_t>(p)] == 0) ready.push_back(p);
+    }
+    if (done != n_items) {
+      // Walk down through unordered children until a switch repeats: a cycle.
+      int u = 0;
+      while (height[static_cast<size_t>(u)] >= 0) ++u;
+      std::vector<int> path;
+      std::vector<int> seen_at(n_items, -1);
+      while (seen_at[static_cast<size_t>(u)] < 0) {
+        seen_at[static_cast<size_t>(u)] = static_cast<int>(path.size());
+        path.push_back(u);
+        for (int v : kids[static_cast<size_t>(u)])
+          if (height[static_cast<size_t>(v)] < 0) {
+            u = v;
+            break;
+          }
       }
+      std::string cycle;
+      for (size_t i = static_cast<size_t>(seen_at[static_cast<size_t>(u)]); i < path.size(); ++i)
+        cycle += name[static_cast<size_t>(path[i])] + " -> ";
+      cycle += name[static_cast<size_t>(u)];
+      const std::string& w = where_of(u);
+      return MakeError(ErrorCode::kParse, "{}: the switches form a cycle ({}); a fabric description must be a tree or a Clos",
+                       w.empty() ? source_ : w, cycle);
     }
   }
-  // Height above hosts, bottom-up.
-  std::vector<int> height(n_items, -1);
-  std::function<int(int)> h_of = [&](int u) -> int {
-    int& h = height[static_cast<size_t>(u)];
-    if (h >= 0) return h;
-    h = 0;
-    if (!is_host[static_cast<size_t>(u)]) {
-      int m = 0;
-      for (int v : kids[static_cast<size_t>(u)]) m = std::max(m, h_of(v) + 1);
-      h = std::max(1, m);
-    }
-    return h;
-  };
   int max_h = 0;
-  for (size_t i = 0; i < n_items; ++i) max_h = std::max(max_h, h_of(static_cast<int>(i)));
+  for (size_t i = 0; i < n_items; ++i) max_h = std::max(max_h, height[i]);
+  // Five switch tiers at most above hosts (block, leaf, spine, core, zone):
+  // checked here, so the walks below stay shallow on any input.
+  if (max_h > 5) {
+    size_t top = 0;
+    for (size_t i = 0; i < n_items; ++i)
+      if (height[i] > height[top]) top = i;
+    return MakeError(ErrorCode::kParse,
+                     "{}switch '{}' sits {} switch tiers above the hosts; tidal models at most five (block, leaf, spine, core, zone)",
+                     At(where_of(static_cast<int>(top))), name[top], max_h);
+  }
   // Merge parallel switches bottom-up: group[i] is the merged id of item i.
   std::vector<int> group(n_items);
   for (size_t i = 0; i < n_items; ++i) group[i] = static_cast<int>(i);
@@ -451,9 +474,10 @@ Result<Topology> FabricGraph::Build(const Options& options) && {
       };
       return MakeError(ErrorCode::kParse,
                        "{}{} '{}' is under both '{}' ({}) and '{}' ({}); tidal models the fabric as a tree, so each host and "
-                       "switch needs one parent (or parents with identical children, which are merged as parallel switches)",
+                       "switch needs one parent{}",
                        At(ps[1].second), is_host[i] ? "host" : "switch", label(static_cast<int>(i)), label(ps[0].first),
-                       ps[0].second, label(ps[1].first), ps[1].second);
+                       ps[0].second, label(ps[1].first), ps[1].second,
+                       options.merge_parallel ? " (or parents with identical children, which are merged as parallel switches)" : "");
     }
     if (!ps.empty()) gparent[i] = ps[0].first;
   }
