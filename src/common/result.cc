@@ -9,6 +9,7 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kNotFound: return "not found";
     case ErrorCode::kUnschedulable: return "unschedulable";
     case ErrorCode::kUnresolvable: return "unresolvable";
+    case ErrorCode::kDeferred: return "deferred";
     case ErrorCode::kFailedPrecondition: return "failed precondition";
     case ErrorCode::kIo: return "i/o error";
     case ErrorCode::kInternal: return "internal error";

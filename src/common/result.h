@@ -17,6 +17,7 @@ enum class ErrorCode {
   kNotFound,         // a named thing does not exist
   kUnschedulable,    // does not fit now; time or preemption may help
   kUnresolvable,     // can never fit as asked
+  kDeferred,         // fits now, but its placer waits for a better placement (retry soon)
   kFailedPrecondition,
   kIo,
   kInternal,

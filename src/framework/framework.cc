@@ -78,10 +78,14 @@ std::unexpected<Error> Framework::NoFit(const CycleContext& ctx, const PodReques
 Result<Placement> Framework::Schedule(const CycleContext& ctx, const PodRequest& pod) {
   if (profile_.gang != nullptr && profile_.gang->PlacesWholeGpuJobs() && pod.num_gpu() > 0 &&
       pod.gpu_milli() == kMilliPerGpu) {
+    std::string why;
+    CycleContext cx = ctx;
+    cx.deferred = &why;
     const auto start = std::chrono::steady_clock::now();
-    auto p = profile_.gang->PlaceGang(ctx, pod);
+    auto p = profile_.gang->PlaceGang(cx, pod);
     Time(profile_.gang, start);
     if (p) return std::move(*p);
+    if (!why.empty()) return MakeError(ErrorCode::kDeferred, "job '{}': {}", pod.job->name, why);
     return NoFit(ctx, pod);
   }
   auto single = ScheduleOnOneNode(ctx, pod);

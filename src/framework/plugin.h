@@ -60,6 +60,10 @@ struct CycleContext {
   Rng& rng;  // the cycle's only source of randomness (seeded, reproducible)
   int64_t now_s = 0;               // the driver's clock (virtual in simulation)
   PlacementCost* cost = nullptr;   // may be null: placers then use topology alone
+  // A placer that could place the job now but chooses to wait for a better
+  // placement says why here (and returns no placement); the cycle then ends
+  // kDeferred instead of kUnschedulable, so queues do not hold capacity for it.
+  std::string* deferred = nullptr;
 };
 
 class Plugin {

@@ -140,6 +140,7 @@ Status JobQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolvable
     durations_by_id_.emplace_back();
     unfit_.push_back(0);
     delays_head_.push_back(0);
+    deferred_.push_back(0);
   }
   waiting_.push_back(std::move(e));
   // The PodRequest points at the job, which the caller keeps alive.
@@ -177,6 +178,10 @@ void JobQueue::MarkStarted(const Entry& e, int64_t now, int64_t run_s, QueuePass
 
 bool JobQueue::HeadFits(const Reservation& r, const PodRequest& head) const {
   if (r.fitting_nodes > 0) return true;
+  // A deferred head waits for a compact placement: on one node when it fits
+  // on one. (A gang's compactness is the placer's to judge: its capacity is
+  // held as for any head, which measured better than holding none.)
+  if (r.compact && head.num_gpu() <= largest_node_gpus_) return false;
   // A gang may gather whole GPUs from several nodes (GangPack's rule).
   return !head.job->single_node && scheduler_.framework().profile().gang != nullptr &&
          head.gpu_milli() == kMilliPerGpu && r.whole_allowed >= head.num_gpu();
@@ -187,14 +192,21 @@ void JobQueue::RecountNode(Reservation& r, const PodRequest& head, NodeId n, int
   const auto k = static_cast<size_t>(n);
   if (sign > 0) r.fits[k] = r.free.Fits(head, n);
   r.fitting_nodes += sign * r.fits[k];
-  if (head.num_gpu() > 0 && r.free.model(n) != kNoGpuModel && head.gpu_spec.Allows(r.free.model(n)))
+  if (head.num_gpu() > 0 && r.free.model(n) != kNoGpuModel && head.gpu_spec.Allows(r.free.model(n))) {
     r.whole_allowed += sign * r.free.whole_free(n);
+  }
 }
 
 void JobQueue::ComputeReservation(const Entry& head, int64_t now) {
   Reservation& r = reservation_;
   r.valid = true;
   r.head_seq = head.seq;
+  r.compact = head_deferred_;
+  if (largest_node_gpus_ < 0) {
+    largest_node_gpus_ = 0;
+    for (NodeId n = 0; n < scheduler_.cluster().num_nodes(); ++n)
+      largest_node_gpus_ = std::max(largest_node_gpus_, scheduler_.cluster().gpu_count(n));
+  }
   r.time_s = kNoReservation;
   r.free.CopyFrom(scheduler_.cluster());
   const int32_t nodes = r.free.num_nodes();
@@ -245,7 +257,7 @@ bool JobQueue::TakeFromReservation(const Entry& head, const Placement& placement
 
 Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
   const Entry& head = waiting_.front();
-  if (!reservation_.valid || reservation_.head_seq != head.seq) {
+  if (!reservation_.valid || reservation_.head_seq != head.seq || reservation_.compact != head_deferred_) {
     std::fill(delays_head_.begin(), delays_head_.end(), 0);
     scanned_below_ = 0;
     ComputeReservation(head, now);
@@ -269,10 +281,11 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
   // Entries already scanned under this reservation form a prefix (new jobs
   // are appended): start after it, walking back from the end so arrival-only
   // passes cost only the new jobs.
-  auto it = std::next(waiting_.begin());
+  const auto first = std::next(waiting_.begin());
+  auto it = first;
   if (it->seq < scanned_below_) {
     it = waiting_.end();
-    while (std::prev(it)->seq >= scanned_below_) --it;
+    while (it != first && std::prev(it)->seq >= scanned_below_) --it;
   }
   while (it != waiting_.end()) {
     if (blocked_shapes == shapes_.size()) break;  // nothing waiting can start now
@@ -288,10 +301,19 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
       ++it;
       continue;
     }
+    if (deferred_[k]) {
+      ++it;
+      continue;
+    }
     auto bound = scheduler_.ScheduleAndBind(*e.job);
     if (!bound) {
       if (bound.error().code == ErrorCode::kUnschedulable) {
         update(k, [&] { unfit_[k] = 1; });
+        ++it;
+        continue;
+      }
+      if (bound.error().code == ErrorCode::kDeferred) {
+        deferred_[k] = 1;
         ++it;
         continue;
       }
@@ -324,6 +346,8 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
 Result<QueuePass> JobQueue::Schedule(int64_t now) {
   QueuePass pass;
   scheduler_.set_now(now);
+  std::fill(deferred_.begin(), deferred_.end(), 0);
+  head_deferred_ = false;
   // FIFO part: start heads while they fit.
   while (!waiting_.empty()) {
     const Entry& head = waiting_.front();
@@ -338,6 +362,14 @@ Result<QueuePass> JobQueue::Schedule(int64_t now) {
       pass.unresolvable.push_back({head.job, bound.error().message});
       Remove(waiting_.begin());
       continue;
+    }
+    if (bound.error().code == ErrorCode::kDeferred) {
+      // It fits, but its placer waits for a compact placement: it stays the
+      // head, and its reservation is for a compact placement (see HeadFits).
+      // Not marked unfit: waiting longer may change the placer's mind.
+      head_deferred_ = true;
+      deferred_[static_cast<size_t>(head.shape_id)] = 1;
+      break;
     }
     if (bound.error().code != ErrorCode::kUnschedulable) return std::unexpected(bound.error());
     if (running_.empty()) {

@@ -8,6 +8,9 @@
 // each batch of events.
 //
 // FIFO: start the head while it fits; a head that does not fit blocks all.
+// A head whose placer defers it (ErrorCode::kDeferred: it fits, but waits for
+// a compact placement) blocks like one that does not fit, and its backfill
+// reservation is for a compact placement: on one node when it fits on one.
 // FIFO + EASY backfill (Lifka '95; Mu'alem & Feitelson '01): when the head is
 // blocked it gets a reservation at the earliest time the running jobs' known
 // end times free enough capacity for it; a later job may start now only if
@@ -180,6 +183,7 @@ class JobQueue {
   // time, minus the backfilled jobs that run past it.
   struct Reservation {
     bool valid = false;
+    bool compact = false;  // for a deferred head: capacity for a compact placement
     uint64_t head_seq = 0;
     int64_t time_s = kNoReservation;
     FreeCapacity free;
@@ -223,6 +227,10 @@ class JobQueue {
   std::vector<uint8_t> unfit_;
   // Shapes that would delay the current reservation (long jobs only).
   std::vector<uint8_t> delays_head_;
+  // Shapes whose oldest job's placer deferred it in this pass.
+  std::vector<uint8_t> deferred_;
+  bool head_deferred_ = false;     // the head's placer deferred it this pass
+  int32_t largest_node_gpus_ = -1;  // computed once
   // Backfill candidates with seq < scanned_below_ were examined under the
   // current reservation and state-since-release.
   uint64_t scanned_below_ = 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include <fmt/format.h>
+
 namespace tidal::plugins {
 namespace {
 
@@ -273,7 +275,14 @@ std::optional<Placement> TopoPlace::PlaceGang(const CycleContext& ctx, const Pod
     if (budget == 0 && job.duration_s) {
       budget = static_cast<int64_t>(static_cast<double>(*job.duration_s) * (cands[best].slowdown - 1.0));
     }
-    if (waited < budget) return std::nullopt;
+    if (waited < budget) {
+      if (ctx.deferred != nullptr) {
+        *ctx.deferred = fmt::format("the best placement now is {:.3f}x slower than a compact one; waiting up to {} s more for a "
+                                    "better one (tolerance {:.2f}x)",
+                                    cands[best].slowdown, budget - waited, job.topo_slowdown_ok);
+      }
+      return std::nullopt;
+    }
   }
   return std::move(placements[best]);
 }
