@@ -13,6 +13,7 @@ void RegisterCommands(CLI::App& app);
 void RegisterSimCommands(CLI::App& app);
 // `tidal sim queue`, registered under the `sim` subcommand.
 void RegisterSimQueueCommand(CLI::App& sim);
+void RegisterSimCompareCommand(CLI::App& sim);
 void RegisterPlanCommand(CLI::App& app);
 void RegisterMfuCommand(CLI::App& app);
 void RegisterTopoCommands(CLI::App& app);

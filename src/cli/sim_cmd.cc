@@ -156,6 +156,7 @@ void RegisterSimCommands(CLI::App& app) {
   auto* sim = app.add_subcommand("sim", "Replay workloads through the scheduler with a virtual clock");
   sim->require_subcommand(1);
   RegisterSimQueueCommand(*sim);
+  RegisterSimCompareCommand(*sim);
 
   auto args = std::make_shared<FillArgs>();
   auto* fill = sim->add_subcommand(

@@ -21,6 +21,7 @@
 #include "plugins/registry.h"
 #include "scheduler/queue.h"
 #include "sim/queue_sim.h"
+#include "sim/workload_input.h"
 #include "sim/workload_model.h"
 #include "topology/formats.h"
 #include "workload/traces/openb.h"
@@ -39,56 +40,6 @@ struct QueueArgs {
   bool json = false;
   bool single_node_if_fits = false;
 };
-
-// Picks the reader from the job file's header line.
-Result<std::string> DetectFormat(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return MakeError(ErrorCode::kIo, "cannot open job file '{}'; check the path", path);
-  std::string header;
-  std::getline(in, header);
-  if (header.find("timestamp") != std::string::npos && header.find("num_gpus") != std::string::npos)
-    return std::string("philly");
-  if (header.find("cpu_milli") != std::string::npos && header.find("gpu_milli") != std::string::npos) {
-    if (header.find("creation_time") == std::string::npos || header.find("deletion_time") == std::string::npos) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "{}:1: this openb pod list has no creation_time/deletion_time columns (the multigpu* "
-                       "lists have none), so jobs have no arrival or run time; use a time-stamped list such "
-                       "as openb_pod_list_default.csv",
-                       path);
-    }
-    return std::string("openb");
-  }
-  return MakeError(ErrorCode::kInvalidArgument,
-                   "{}:1: cannot tell the trace format from the header '{}'; pass --format philly or --format openb",
-                   path, header);
-}
-
-struct Workload {
-  std::vector<NodeSpec> nodes;
-  std::vector<Job> jobs;
-};
-
-Result<Workload> Load(const QueueArgs& a) {
-  std::string format = a.format;
-  if (format == "auto") {
-    TIDAL_ASSIGN_OR_RETURN(format, DetectFormat(a.jobs));
-  }
-  Workload w;
-  if (a.limit < 0) {
-    return MakeError(ErrorCode::kInvalidArgument, "--limit {} is negative; use 0 for all jobs or N > 0", a.limit);
-  }
-  if (format == "philly") {
-    TIDAL_ASSIGN_OR_RETURN(w.nodes, traces::ReadPhillyMachines(a.nodes));
-    TIDAL_ASSIGN_OR_RETURN(auto p, traces::ReadPhillyJobs(a.jobs));
-    w.jobs = std::move(p.jobs);
-  } else if (format == "openb") {
-    TIDAL_ASSIGN_OR_RETURN(w.nodes, traces::ReadOpenbNodes(a.nodes));
-    TIDAL_ASSIGN_OR_RETURN(w.jobs, traces::ReadOpenbPods(a.jobs));
-  } else {
-    return MakeError(ErrorCode::kInvalidArgument, "unknown --format '{}'; use philly, openb or auto", format);
-  }
-  return w;
-}
 
 void PrintSummary(const sim::QueueSimResult& r) {
   auto row = [](const char* name, const sim::Summary& s) {
@@ -118,8 +69,6 @@ int RunQueueCommand(const QueueArgs& a) {
   }
   auto queue = ParseQueuePolicy(a.queue);
   if (!queue) return fail(queue.error());
-  auto w = Load(a);
-  if (!w) return fail(w.error());
 
   sim::QueueSimOptions options;
   options.policy = a.policy;
@@ -138,6 +87,11 @@ int RunQueueCommand(const QueueArgs& a) {
     if (!t) return fail(t.error());
     options.topology = std::make_shared<const topo::Topology>(std::move(*t));
   }
+  if (a.limit < 0) {
+    return fail(Error{ErrorCode::kInvalidArgument, fmt::format("--limit {} is negative; use 0 for all jobs or N > 0", a.limit)});
+  }
+  auto w = sim::LoadWorkload(a.nodes, a.jobs, a.format, options.topology.get());
+  if (!w) return fail(w.error());
   if (!a.workload_model.empty()) {
     auto wm = sim::WorkloadModel::Read(a.workload_model);
     if (!wm) return fail(wm.error());
@@ -192,7 +146,7 @@ void RegisterSimQueueCommand(CLI::App& sim) {
       "queue", "Queue experiment: replay a time-stamped trace (jobs arrive, wait, run, leave) through the "
                "scheduler with FIFO or FIFO + EASY backfill and report queueing delay, JCT, GPU allocation "
                "and stranded GPU share");
-  q->add_option("--nodes", args->nodes, "node list: Philly machine list or openb node list")->required();
+  q->add_option("--nodes", args->nodes, "node list: Philly machine list or openb node list (may be left out with a --topology that gives every host's GPUs)");
   q->add_option("--jobs", args->jobs, "job list: Philly (Pollux) jobs or an openb pod list with times")
       ->required();
   q->add_option("--format", args->format, "philly, openb, or auto (from the job file's header)")

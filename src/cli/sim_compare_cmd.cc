@@ -1,0 +1,69 @@
+// `tidal sim compare --config FILE [--json] [--out DIR] [--threads N]`: a
+// matrix of queue replays (placers x loads x seeds) in one command, one table.
+#include <unistd.h>
+
+#include <memory>
+
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "sim/compare.h"
+
+namespace tidal::cli {
+namespace {
+
+struct CompareArgs {
+  std::string config, out;
+  bool json = false;
+  int threads = 0;
+};
+
+int Run(const CompareArgs& a) {
+  auto fail = [](const Error& e) {
+    fmt::print(stderr, "tidal sim compare: {}\n", e.message);
+    return 2;
+  };
+  auto config = sim::ReadCompareConfig(a.config);
+  if (!config) return fail(config.error());
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  auto rows = sim::RunCompare(*config, a.threads, [&](const sim::CompareProgress& p) {
+    if (tty) fmt::print(stderr, "\r[compare] {}/{} runs done (last: {})          ", p.done, p.total, p.last);
+  });
+  if (tty) fmt::print(stderr, "\r{:100}\r", "");
+  if (!rows) return fail(rows.error());
+  if (!a.out.empty()) {
+    if (auto s = sim::WriteCompareOutputs(*config, *rows, a.out); !s) return fail(s.error());
+  }
+  if (a.json) {
+    fmt::print("{}\n", sim::CompareJson(*config, *rows).dump(2));
+    return 0;
+  }
+  fmt::print("placement comparison {} ({} runs)\n{}", config->name, rows->size(), sim::CompareTable(*rows));
+  fmt::print("targets (topo against the other placers, mean over seeds):\n");
+  for (const auto& t : sim::CompareTargets(*rows)) {
+    fmt::print("  load {:g}: comm share {:.1f}% (lowest: {}), mean JCT {:.0f} s (lowest: {}), mean delay {:.0f} s vs best other {:.0f} s "
+               "({}) -> {}{}\n",
+               t["load"].get<double>(), 100 * t["topo_comm_share"].get<double>(), t["lowest_comm_share"].get<bool>() ? "yes" : "no",
+               t["topo_jct_mean"].get<double>(), t["lowest_jct_mean"].get<bool>() ? "yes" : "no", t["topo_delay_mean"].get<double>(),
+               t["best_other_delay_mean"].get<double>(), t["best_other_delay_by"].get<std::string>(),
+               t["delay_no_worse_than_best_other"].get<bool>() ? "no worse" : "worse",
+               t.contains("first_fit_comm_share") ? fmt::format(", first-fit comm {:.1f}%", 100 * t["first_fit_comm_share"].get<double>()) : "");
+  }
+  if (!a.out.empty()) fmt::print("wrote {0}/report.html, {0}/rows.json and {0}/rows.csv\n", a.out);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterSimCompareCommand(CLI::App& sim) {
+  auto args = std::make_shared<CompareArgs>();
+  auto* c = sim.add_subcommand("compare", "Run a matrix of queue replays (placers x offered loads x seeds) from one config and "
+                                          "print one table (docs/topology.md)");
+  c->add_option("--config", args->config, "compare config (YAML, see data/compare/)")->required();
+  c->add_flag("--json", args->json, "print {\"rows\":[{policy, load, seed, <sim queue keys>}], \"targets\"}");
+  c->add_option("--out", args->out, "also write report.html (plots), rows.json and rows.csv here");
+  c->add_option("--threads", args->threads, "replays run at once (0 = one per core)")->capture_default_str();
+  c->callback([args] { SetExitCode(Run(*args)); });
+}
+
+}  // namespace tidal::cli

@@ -1,0 +1,348 @@
+#include "sim/compare.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "common/csv.h"
+#include "plugins/registry.h"
+#include "sim/svg.h"
+#include "sim/workload_input.h"
+#include "topology/formats.h"
+
+namespace tidal::sim {
+namespace {
+
+std::string Resolve(const std::filesystem::path& base, const std::string& p) {
+  if (p.empty()) return p;
+  const std::filesystem::path path(p);
+  return path.is_absolute() ? p : (base / path).lexically_normal().string();
+}
+
+}  // namespace
+
+Result<CompareConfig> ReadCompareConfig(const std::string& path) {
+  TIDAL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  CompareConfig c;
+  c.source = path;
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return MakeError(ErrorCode::kParse, "{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.msg);
+  }
+  auto where = [&](const YAML::Node& n) { return fmt::format("{}:{}", path, n.Mark().line + 1); };
+  try {
+    if (!doc.IsMap() || !doc["version"] || doc["version"].as<int>() != 1) {
+      return MakeError(ErrorCode::kParse, "{}:1: a compare config starts with 'version: 1'", path);
+    }
+    static const std::set<std::string> known = {"version", "name",   "jobs",   "format",  "nodes",       "topology",
+                                                "workload_model", "queue", "placers", "loads", "time_scales", "seeds",
+                                                "limit",  "max_wait", "slowdown_ok", "single_node_if_fits"};
+    for (const auto& kv : doc) {
+      const std::string k = kv.first.as<std::string>();
+      if (!known.contains(k)) {
+        return MakeError(ErrorCode::kParse, "{}: unknown key '{}' (known: name, jobs, format, nodes, topology, workload_model, "
+                                            "queue, placers, loads, time_scales, seeds, limit, max_wait, slowdown_ok, "
+                                            "single_node_if_fits)",
+                         where(kv.first), k);
+      }
+    }
+    const std::filesystem::path base = std::filesystem::path(path).parent_path();
+    auto str = [&](const char* k) { return doc[k] ? doc[k].as<std::string>() : std::string(); };
+    c.name = doc["name"] ? str("name") : std::filesystem::path(path).stem().string();
+    if (!doc["jobs"]) return MakeError(ErrorCode::kParse, "{}: 'jobs:' (the trace to replay) is required", path);
+    c.jobs = Resolve(base, str("jobs"));
+    if (doc["format"]) c.format = str("format");
+    c.nodes = Resolve(base, str("nodes"));
+    c.topology = Resolve(base, str("topology"));
+    c.workload_model = Resolve(base, str("workload_model"));
+    if (doc["queue"]) c.queue = str("queue");
+    if (!doc["placers"] || !doc["placers"].IsSequence() || doc["placers"].size() == 0) {
+      return MakeError(ErrorCode::kParse, "{}: 'placers:' must list placers, e.g. [topo, first-fit]", path);
+    }
+    const auto& names = plugins::PlacerNames();
+    for (const auto& p : doc["placers"]) {
+      const std::string n = p.as<std::string>();
+      if (std::find(names.begin(), names.end(), n) == names.end()) {
+        std::string all;
+        for (const auto& x : names) all += (all.empty() ? "" : ", ") + x;
+        return MakeError(ErrorCode::kParse, "{}: unknown placer '{}'; choose from {}", where(p), n, all);
+      }
+      c.placers.push_back(n);
+    }
+    if (doc["loads"] && doc["time_scales"]) return MakeError(ErrorCode::kParse, "{}: give loads or time_scales, not both", path);
+    for (const char* key : {"loads", "time_scales"}) {
+      if (!doc[key]) continue;
+      for (const auto& v : doc[key]) {
+        const double x = v.as<double>();
+        if (!(x > 0 && x <= 1e6)) return MakeError(ErrorCode::kParse, "{}: {} value {} must be positive", where(v), key, x);
+        (std::string(key) == "loads" ? c.loads : c.time_scales).push_back(x);
+      }
+    }
+    if (c.loads.empty() && c.time_scales.empty()) c.time_scales = {1};
+    if (doc["seeds"]) {
+      c.seeds.clear();
+      for (const auto& v : doc["seeds"]) c.seeds.push_back(v.as<uint64_t>());
+    }
+    if (c.seeds.empty()) return MakeError(ErrorCode::kParse, "{}: 'seeds:' is empty", path);
+    if (doc["limit"]) c.limit = doc["limit"].as<int64_t>();
+    if (doc["max_wait"]) c.max_wait_s = doc["max_wait"].as<int64_t>();
+    if (doc["slowdown_ok"]) c.slowdown_ok = doc["slowdown_ok"].as<double>();
+    if (doc["single_node_if_fits"]) c.single_node_if_fits = doc["single_node_if_fits"].as<bool>();
+    if (c.limit < 0 || c.max_wait_s < 0 || c.slowdown_ok < 1) {
+      return MakeError(ErrorCode::kParse, "{}: limit and max_wait must be >= 0 and slowdown_ok >= 1", path);
+    }
+  } catch (const YAML::Exception& e) {
+    return MakeError(ErrorCode::kParse, "{}:{}: {}", path, e.mark.line + 1, e.msg);
+  }
+  return c;
+}
+
+Result<std::vector<CompareRow>> RunCompare(const CompareConfig& config, int threads,
+                                           const std::function<void(const CompareProgress&)>& progress) {
+  TIDAL_ASSIGN_OR_RETURN(QueuePolicy queue, ParseQueuePolicy(config.queue));
+  std::shared_ptr<const topo::Topology> topology;
+  if (!config.topology.empty()) {
+    TIDAL_ASSIGN_OR_RETURN(topo::Topology t, topo::ReadTopology(config.topology));
+    topology = std::make_shared<const topo::Topology>(std::move(t));
+  }
+  std::optional<WorkloadModel> wm;
+  if (!config.workload_model.empty()) {
+    TIDAL_ASSIGN_OR_RETURN(wm, WorkloadModel::Read(config.workload_model));
+  }
+  TIDAL_ASSIGN_OR_RETURN(Workload w, LoadWorkload(config.nodes, config.jobs, config.format, topology.get()));
+  std::vector<CompareRow> rows;
+  const auto& scales = config.loads.empty() ? config.time_scales : config.loads;
+  for (const auto& p : config.placers)
+    for (double x : scales)
+      for (uint64_t seed : config.seeds) {
+        CompareRow r;
+        r.policy = p;
+        (config.loads.empty() ? r.time_scale : r.load) = x;
+        r.seed = seed;
+        rows.push_back(std::move(r));
+      }
+  const int n = static_cast<int>(rows.size());
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::min(threads, n);
+  std::atomic<int> next{0}, done{0};
+  std::mutex mu;
+  std::optional<Error> failure;
+  auto work = [&] {
+    for (int i = next++; i < n; i = next++) {
+      CompareRow& row = rows[static_cast<size_t>(i)];
+      QueueSimOptions o;
+      o.policy = row.policy;
+      o.queue = queue;
+      o.seed = row.seed;
+      o.limit = config.limit;
+      o.single_node_if_fits = config.single_node_if_fits;
+      o.topology = topology;
+      o.workload_model = wm;
+      o.max_wait_s = config.max_wait_s;
+      o.slowdown_ok = config.slowdown_ok;
+      if (row.load > 0) o.load = row.load;
+      else o.time_scale = row.time_scale;
+      auto r = RunQueueSim(w.nodes, w.jobs, o);
+      std::lock_guard lock(mu);
+      if (!r) {
+        if (!failure) failure = r.error();
+        continue;
+      }
+      row.result = std::move(*r);
+      row.result.jobs.clear();
+      row.result.jobs.shrink_to_fit();
+      const int d = ++done;
+      if (progress) {
+        progress({d, n, fmt::format("{} @ {} seed {}", row.policy, row.load > 0 ? fmt::format("load {}", row.load)
+                                                                                  : fmt::format("x{}", row.time_scale),
+                                    row.seed)});
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (failure) return std::unexpected(*failure);
+  return rows;
+}
+
+nlohmann::json CompareTargets(const std::vector<CompareRow>& rows) {
+  // Per load (or time scale): means over seeds per placer.
+  struct Agg {
+    double comm = 0, jct = 0, delay = 0;
+    int n = 0;
+    bool comm_measured = true;
+  };
+  std::map<double, std::map<std::string, Agg>> by;
+  for (const auto& r : rows) {
+    Agg& a = by[r.load > 0 ? r.load : r.time_scale][r.policy];
+    a.comm += r.result.comm_share;
+    a.comm_measured = a.comm_measured && r.result.comm_share >= 0;
+    a.jct += r.result.jct_s.mean;
+    a.delay += r.result.queue_delay_s.mean;
+    ++a.n;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [x, m] : by) {
+    if (!m.contains("topo")) continue;
+    for (auto& [p, a] : m) a.comm /= a.n, a.jct /= a.n, a.delay /= a.n;
+    const Agg& t = m.at("topo");
+    bool lowest_comm = t.comm_measured, lowest_jct = true, delay_ok = true;
+    double best_delay = 1e300;
+    std::string best_delay_by;
+    for (const auto& [p, a] : m) {
+      if (p == "topo") continue;
+      if (a.comm_measured && a.comm < t.comm) lowest_comm = false;
+      if (a.jct < t.jct) lowest_jct = false;
+      if (a.delay < best_delay) best_delay = a.delay, best_delay_by = p;
+    }
+    delay_ok = t.delay <= best_delay;
+    nlohmann::json j = {{"load", x},
+                        {"topo_comm_share", t.comm},
+                        {"topo_jct_mean", t.jct},
+                        {"topo_delay_mean", t.delay},
+                        {"lowest_comm_share", lowest_comm},
+                        {"lowest_jct_mean", lowest_jct},
+                        {"best_other_delay_mean", best_delay},
+                        {"best_other_delay_by", best_delay_by},
+                        {"delay_no_worse_than_best_other", delay_ok}};
+    if (m.contains("first-fit")) {
+      const Agg& f = m.at("first-fit");
+      j["first_fit_comm_share"] = f.comm;
+      j["comm_below_12pct_where_first_fit_20pct"] = f.comm >= 0.20 ? nlohmann::json(t.comm < 0.12) : nlohmann::json(nullptr);
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+nlohmann::json CompareJson(const CompareConfig& config, const std::vector<CompareRow>& rows) {
+  nlohmann::json j;
+  j["name"] = config.name;
+  j["config"] = config.source;
+  j["rows"] = nlohmann::json::array();
+  for (const auto& r : rows) {
+    nlohmann::json row = {{"policy", r.policy}, {"load", r.load > 0 ? nlohmann::json(r.load) : nlohmann::json(nullptr)}, {"seed", r.seed}};
+    row.update(QueueSimJson(r.result));
+    j["rows"].push_back(row);
+  }
+  j["targets"] = CompareTargets(rows);
+  return j;
+}
+
+std::string CompareTable(const std::vector<CompareRow>& rows) {
+  auto pct = [](double v) { return v < 0 ? std::string("-") : fmt::format("{:.1f}", 100 * v); };
+  std::string out = fmt::format("{:<11} {:>5} {:>4} {:>10} {:>11} {:>10} {:>6} {:>8} {:>6} {:>6} {:>6} {:>7}\n", "placer", "load",
+                                "seed", "delay_mean", "delay_p99", "jct_mean", "alloc%", "strand%", "node%", "leaf%", "comm%",
+                                "slowdn");
+  for (const auto& r : rows) {
+    const auto& q = r.result;
+    out += fmt::format("{:<11} {:>5} {:>4} {:>10.0f} {:>11.0f} {:>10.0f} {:>6.1f} {:>8.2f} {:>6} {:>6} {:>6} {:>7}\n", r.policy,
+                       r.load > 0 ? fmt::format("{:.2f}", r.load) : fmt::format("x{:g}", r.time_scale), r.seed,
+                       q.queue_delay_s.mean, q.queue_delay_s.p99, q.jct_s.mean, 100 * q.allocation_rate,
+                       100 * q.stranded_gpu_share, pct(q.locality_node), pct(q.locality_leaf), pct(q.comm_share),
+                       q.slowdown_mean < 0 ? std::string("-") : fmt::format("{:.3f}", q.slowdown_mean));
+  }
+  return out;
+}
+
+Status WriteCompareOutputs(const CompareConfig& config, const std::vector<CompareRow>& rows, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return MakeError(ErrorCode::kIo, "cannot create output directory '{}': {}", dir, ec.message());
+  auto write = [&](const std::string& name, const std::string& text) -> Status {
+    const std::string path = dir + "/" + name;
+    std::ofstream out(path);
+    if (!out) return MakeError(ErrorCode::kIo, "cannot write '{}'", path);
+    out << text;
+    if (!out) return MakeError(ErrorCode::kIo, "writing '{}' failed (disk full?)", path);
+    return Ok();
+  };
+  const nlohmann::json j = CompareJson(config, rows);
+  TIDAL_RETURN_IF_ERROR(write("rows.json", j.dump(2) + "\n"));
+  std::string csv = "policy,load,time_scale,seed,delay_mean_s,delay_p99_s,jct_mean_s,allocation_rate,stranded_gpu_share,"
+                    "locality_node,locality_leaf,comm_share,slowdown_mean\n";
+  for (const auto& r : rows) {
+    const auto& q = r.result;
+    csv += fmt::format("{},{},{:.6g},{},{:.1f},{:.1f},{:.1f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f}\n", r.policy, r.load,
+                       q.time_scale, r.seed, q.queue_delay_s.mean, q.queue_delay_s.p99, q.jct_s.mean, q.allocation_rate,
+                       q.stranded_gpu_share, q.locality_node, q.locality_leaf, q.comm_share, q.slowdown_mean);
+  }
+  TIDAL_RETURN_IF_ERROR(write("rows.csv", csv));
+  // HTML: one chart per metric, x = offered load (or time scale), a line per placer (mean over seeds).
+  std::vector<std::string> placers;
+  for (const auto& r : rows)
+    if (std::find(placers.begin(), placers.end(), r.policy) == placers.end()) placers.push_back(r.policy);
+  struct Metric {
+    const char* title;
+    const char* ylabel;
+    double (*get)(const QueueSimResult&);
+    double scale;
+  };
+  const Metric metrics[] = {
+      {"Communication share of step time (multi-GPU jobs, GPU-time weighted)", "%", [](const QueueSimResult& q) { return q.comm_share; }, 100},
+      {"Mean JCT", "hours", [](const QueueSimResult& q) { return q.jct_s.mean; }, 1 / 3600.0},
+      {"Mean queueing delay", "hours", [](const QueueSimResult& q) { return q.queue_delay_s.mean; }, 1 / 3600.0},
+      {"p99 queueing delay", "hours", [](const QueueSimResult& q) { return q.queue_delay_s.p99; }, 1 / 3600.0},
+      {"Multi-GPU GPU-time spanning more than one leaf switch", "%", [](const QueueSimResult& q) { return q.locality_leaf; }, 100},
+      {"Mean placement slowdown (multi-GPU jobs)", "x", [](const QueueSimResult& q) { return q.slowdown_mean; }, 1},
+      {"GPU allocation rate (time average)", "%", [](const QueueSimResult& q) { return q.allocation_rate; }, 100},
+  };
+  std::string html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>tidal sim compare: " + HtmlEscape(config.name) +
+                     "</title><style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
+                     "td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}svg{margin:1em 0}</style></head><body>";
+  html += "<h1>Placement comparison: " + HtmlEscape(config.name) + "</h1><p>Config <code>" + HtmlEscape(config.source) +
+          "</code>; every run is <code>tidal sim queue</code> with the same trace and topology.</p>";
+  const bool by_load = !config.loads.empty();
+  for (const Metric& m : metrics) {
+    std::vector<SvgSeries> series;
+    double ymax = 0, xmin = 1e300, xmax = -1e300;
+    for (size_t pi = 0; pi < placers.size(); ++pi) {
+      std::map<double, std::pair<double, int>> pts;
+      for (const auto& r : rows) {
+        if (r.policy != placers[pi]) continue;
+        const double v = m.get(r.result);
+        if (v < 0) continue;
+        auto& e = pts[by_load ? r.load : r.time_scale];
+        e.first += v * m.scale;
+        ++e.second;
+      }
+      SvgSeries s;
+      s.label = placers[pi];
+      s.color = static_cast<int>(pi);
+      for (const auto& [x, e] : pts) {
+        s.points.emplace_back(x, e.first / e.second);
+        ymax = std::max(ymax, e.first / e.second);
+        xmin = std::min(xmin, x), xmax = std::max(xmax, x);
+      }
+      if (!s.points.empty()) series.push_back(std::move(s));
+    }
+    if (series.empty()) continue;
+    SvgAxes ax;
+    ax.title = m.title;
+    ax.xlabel = by_load ? "offered load" : "arrival time scale";
+    ax.ylabel = m.ylabel;
+    ax.xmin = xmin == xmax ? xmin - 0.05 : xmin;
+    ax.xmax = xmin == xmax ? xmax + 0.05 : xmax;
+    ax.ymin = 0;
+    ax.ymax = ymax > 0 ? ymax * 1.1 : 1;
+    ax.xticks = 6;
+    html += SvgLineChart(ax, series);
+  }
+  html += "<h2>Targets</h2><pre>" + HtmlEscape(j["targets"].dump(2)) + "</pre><h2>All runs</h2><pre>" + HtmlEscape(CompareTable(rows)) +
+          "</pre></body></html>\n";
+  return write("report.html", html);
+}
+
+}  // namespace tidal::sim

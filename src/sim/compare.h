@@ -1,0 +1,79 @@
+// `tidal sim compare`: one matrix of queue replays — placers x offered loads
+// x seeds — on one workload and one topology, every run the same code as
+// `tidal sim queue`. The config (YAML, version 1; docs/topology.md):
+//
+//   version: 1
+//   name: philly-fat-tree
+//   jobs: ../../../shared/traces/philly/pollux_philly_jobs.csv   # relative to this file
+//   format: philly            # or openb, auto
+//   nodes: ...                # optional when the topology gives every host's GPUs
+//   topology: ../topologies/philly-fat-tree.yaml
+//   workload_model: ...       # optional; the built-in default otherwise
+//   queue: fifo-backfill
+//   placers: [topo, first-fit, random, slurm-tree, kueue-tas, hived]
+//   loads: [0.6, 0.75, 0.9]   # offered load; or time_scales: [4, 5, 6]
+//   seeds: [1]
+//   limit: 0                  # first N jobs only
+//   max_wait: 0               # see sim queue --max-wait / --slowdown-ok
+//   slowdown_ok: 1.0
+//
+// Runs are independent and deterministic, so running them on several
+// threads gives the same rows in the same order.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "sim/queue_sim.h"
+
+namespace tidal::sim {
+
+struct CompareConfig {
+  std::string source;  // the config file
+  std::string name;
+  std::string jobs, format = "auto", nodes, topology, workload_model;
+  std::string queue = "fifo-backfill";
+  std::vector<std::string> placers;
+  std::vector<double> loads;        // offered loads (exclusive with time_scales)
+  std::vector<double> time_scales;
+  std::vector<uint64_t> seeds = {1};
+  int64_t limit = 0;
+  int64_t max_wait_s = 0;
+  double slowdown_ok = 1.0;
+  bool single_node_if_fits = false;
+};
+
+Result<CompareConfig> ReadCompareConfig(const std::string& path);
+
+struct CompareRow {
+  std::string policy;
+  double load = 0;        // the requested offered load (or 0 with time scales)
+  double time_scale = 1;
+  uint64_t seed = 0;
+  QueueSimResult result;  // jobs cleared to keep memory small
+};
+
+struct CompareProgress {
+  int done = 0, total = 0;
+  std::string last;  // "topo @ 0.75 seed 1"
+};
+
+// threads: 0 = one per core (at most the number of runs).
+Result<std::vector<CompareRow>> RunCompare(const CompareConfig& config, int threads,
+                                           const std::function<void(const CompareProgress&)>& progress = {});
+
+// {"name", "rows":[{"policy","load","seed", <every sim queue JSON key>}], "targets": {...}}
+nlohmann::json CompareJson(const CompareConfig& config, const std::vector<CompareRow>& rows);
+// The targets checked on the rows: per load, whether `topo` has the
+// lowest comm share and mean JCT, no worse mean delay than the best other
+// placer, and comm share < 12% where first-fit's is >= 20%.
+nlohmann::json CompareTargets(const std::vector<CompareRow>& rows);
+std::string CompareTable(const std::vector<CompareRow>& rows);
+// rows.json, rows.csv and report.html (plots per metric over load, one line per placer).
+Status WriteCompareOutputs(const CompareConfig& config, const std::vector<CompareRow>& rows, const std::string& dir);
+
+}  // namespace tidal::sim
