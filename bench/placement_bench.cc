@@ -22,9 +22,18 @@
 // released (about 70% left, free GPUs in holes everywhere). Each placer
 // gets a copy.
 //
-//   build/bench/placement_bench --json            # one JSON object, ~1 min
+// Each measurement stops at a count or a time cap, whichever comes first
+// (gang: 2,000 calls / 2 s; 1-GPU: 50,000 / 1.5 s; 8-GPU: 10,000 / 1 s), so a
+// slow placer has fewer samples (the JSON gives the counts). Wall time
+// (steady_clock) is the headline; thread CPU time is given beside it,
+// because on a shared machine wall-clock tails are other processes' slices.
+//
+//   build/bench/placement_bench --json            # one JSON object, ~30 s
 //   build/bench/placement_bench --benchmark_counters_tabular=true
-//   build/bench/placement_bench --json --placers=topo,first-fit
+//   build/bench/placement_bench --json --placers=topo,first-fit --states=loaded --ops=gang1024
+//   # profile the measured loops only (--callgrind switches instrumentation on around them):
+//   valgrind --tool=callgrind --instr-atstart=no build/bench/placement_bench --json --callgrind
+//       --placers=topo --states=loaded --ops=gang1024 --gang-reps=50
 #include <time.h>
 
 #include <algorithm>
