@@ -2,7 +2,7 @@
 // their sources): each is read as the tidal YAML spec it is, its structure is
 // checked figure by figure against the comments in the file, and it is
 // written in every export format and read back.
-#include <cmath>
+#include <cctype>
 #include <map>
 #include <set>
 #include <string>
