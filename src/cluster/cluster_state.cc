@@ -180,7 +180,7 @@ void ClusterState::UpdateHostAggregates(NodeId n, int32_t old_whole) {
     const size_t to = static_cast<size_t>(std::min(now, kFreeHistogram - 1));
     if (from != to) {
       for (topo::DomainId d = host; d != topo::kNoDomain; d = t.parent(d)) {
-        int32_t* h = dom_free_hist_.data() + static_cast<size_t>(d) * kFreeHistogram;
+        int32_t* h = Hist(d);
         --h[from];
         ++h[to];
       }
@@ -247,7 +247,11 @@ Status ClusterState::AttachTopology(std::shared_ptr<const topo::Topology> topolo
   dom_free_hosts_.assign(nd, 0);
   dom_max_host_free_.assign(nd, 0);
   dom_model_.assign(nd, kNoGpuModel);
-  dom_free_hist_.assign(nd * kFreeHistogram, 0);
+  dom_hist_slot_.assign(nd, -1);
+  int32_t slots = 0;
+  for (size_t d = 0; d < nd; ++d)
+    if (topo::LevelIndex(t.level(static_cast<topo::DomainId>(d))) >= topo::LevelIndex(topo::Level::kNode)) dom_hist_slot_[d] = slots++;
+  dom_free_hist_.assign(static_cast<size_t>(slots) * kFreeHistogram, 0);
   for (size_t d = nd; d-- > 0;) {
     const auto id = static_cast<topo::DomainId>(d);
     if (t.level(id) == topo::Level::kGpu) {
@@ -259,7 +263,7 @@ Status ClusterState::AttachTopology(std::shared_ptr<const topo::Topology> topolo
       dom_free_hosts_[d] = gpu_count_[n] > 0 && free_whole_[n] == gpu_count_[n];
       dom_max_host_free_[d] = free_whole_[n];
       dom_model_[d] = gpu_model_[n];
-      ++dom_free_hist_[d * kFreeHistogram + static_cast<size_t>(std::min(free_whole_[n], kFreeHistogram - 1))];
+      ++Hist(id)[std::min(free_whole_[n], kFreeHistogram - 1)];
     }
     const topo::DomainId p = t.parent(id);
     if (p == topo::kNoDomain) continue;
@@ -268,8 +272,7 @@ Status ClusterState::AttachTopology(std::shared_ptr<const topo::Topology> topolo
     if (t.level(id) != topo::Level::kGpu && topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode)) {
       dom_free_hosts_[pi] += dom_free_hosts_[d];
       dom_max_host_free_[pi] = std::max(dom_max_host_free_[pi], dom_max_host_free_[d]);
-      for (int32_t k = 0; k < kFreeHistogram; ++k)
-        dom_free_hist_[pi * kFreeHistogram + static_cast<size_t>(k)] += dom_free_hist_[d * kFreeHistogram + static_cast<size_t>(k)];
+      for (int32_t k = 0; k < kFreeHistogram; ++k) Hist(p)[k] += Hist(id)[k];
       const GpuModelId m = dom_model_[d];
       if (m != kNoGpuModel) {
         GpuModelId& pm = dom_model_[pi];
@@ -360,7 +363,7 @@ Status ClusterState::CheckInvariants() const {
     if (topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode) &&
         !std::equal(hist.begin() + static_cast<std::ptrdiff_t>(d * kFreeHistogram),
                     hist.begin() + static_cast<std::ptrdiff_t>((d + 1) * kFreeHistogram),
-                    dom_free_hist_.begin() + static_cast<std::ptrdiff_t>(d * kFreeHistogram))) {
+                    dom_free_hist_.begin() + static_cast<std::ptrdiff_t>(dom_hist_slot_[d]) * kFreeHistogram)) {
       return MakeError(ErrorCode::kInternal, "topology domain '{}': free-host histogram drifted", t.DomainName(id));
     }
     if (gpus[d] != dom_free_gpus_[d] || (topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode) &&

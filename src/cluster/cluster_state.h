@@ -174,7 +174,9 @@ class ClusterState {
   // Lets a placer find the tightest host for a request without a scan.
   static constexpr int32_t kFreeHistogram = 65;
   int32_t domain_hosts_with_free(topo::DomainId d, int32_t k) const {
-    return dom_free_hist_[static_cast<size_t>(d) * kFreeHistogram + static_cast<size_t>(std::min(k, kFreeHistogram - 1))];
+    const int32_t slot = dom_hist_slot_[static_cast<size_t>(d)];
+    if (slot < 0) return 0;  // below a host
+    return dom_free_hist_[static_cast<size_t>(slot) * kFreeHistogram + static_cast<size_t>(std::min(k, kFreeHistogram - 1))];
   }
   // The GPU model of every host under d, or kNoGpuModel if none / kMixedGpuModels.
   GpuModelId domain_model(topo::DomainId d) const { return dom_model_[static_cast<size_t>(d)]; }
@@ -203,7 +205,10 @@ class ClusterState {
   std::shared_ptr<const topo::Topology> topo_;
   std::vector<int32_t> node_host_, host_node_;
   std::vector<int32_t> dom_free_gpus_, dom_free_hosts_, dom_max_host_free_;
-  std::vector<int32_t> dom_free_hist_;  // kFreeHistogram buckets per domain
+  // kFreeHistogram buckets per host and per domain above hosts (slot -1 below
+  // hosts: GPU and sub-node domains would make it ~10x larger for nothing).
+  std::vector<int32_t> dom_hist_slot_, dom_free_hist_;
+  int32_t* Hist(topo::DomainId d) { return dom_free_hist_.data() + static_cast<size_t>(dom_hist_slot_[static_cast<size_t>(d)]) * kFreeHistogram; }
   std::vector<GpuModelId> dom_model_;
 };
 

@@ -34,12 +34,27 @@ std::optional<Placement> KueueTasPlace::PlaceGang(const CycleContext& ctx, const
     auto it = cap.find(d);
     return it == cap.end() ? 0 : it->second;
   };
-  // Kueue's comparator for BestFit: capacity descending, then by name (levelValues).
+  // Kueue's comparator for BestFit: capacity descending, then by name
+  // (levelValues); names ranked once per topology.
+  if (name_rank_topology_ != c.topology_ptr()) {
+    std::vector<DomainId> all(static_cast<size_t>(t.num_domains()));
+    for (DomainId d = 0; d < t.num_domains(); ++d) all[static_cast<size_t>(d)] = d;
+    std::vector<std::string> names(all.size());
+    for (DomainId d : all) names[static_cast<size_t>(d)] = t.DomainName(d);
+    std::sort(all.begin(), all.end(), [&](DomainId a, DomainId b) { return names[static_cast<size_t>(a)] < names[static_cast<size_t>(b)]; });
+    name_rank_.assign(all.size(), 0);
+    for (size_t i = 0; i < all.size(); ++i) name_rank_[static_cast<size_t>(all[i])] = static_cast<int32_t>(i);
+    name_rank_topology_ = c.topology_ptr();
+  }
   auto sorted = [&](std::vector<DomainId> ds) {
-    std::stable_sort(ds.begin(), ds.end(), [&](DomainId a, DomainId b) {
-      if (capacity(a) != capacity(b)) return capacity(a) > capacity(b);
-      return t.DomainName(a) < t.DomainName(b);
+    std::vector<std::pair<int32_t, DomainId>> keyed;
+    keyed.reserve(ds.size());
+    for (DomainId d : ds) keyed.push_back({capacity(d), d});
+    std::sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first > b.first;
+      return name_rank_[static_cast<size_t>(a.second)] < name_rank_[static_cast<size_t>(b.second)];
     });
+    for (size_t i = 0; i < ds.size(); ++i) ds[i] = keyed[i].second;
     return ds;
   };
   // Levels Kueue sees: those above the host, outermost first, then hostname.

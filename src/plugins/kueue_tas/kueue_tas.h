@@ -18,6 +18,9 @@
 //     once a child can finish the request the tightest such child is taken.
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "framework/plugin.h"
 
 namespace tidal::plugins {
@@ -27,6 +30,10 @@ class KueueTasPlace final : public GangPlacePlugin {
   std::string_view name() const override { return "KueueTasPlace"; }
   bool PlacesWholeGpuJobs() const override { return true; }
   std::optional<Placement> PlaceGang(const CycleContext& ctx, const PodRequest& pod) override;
+
+ private:
+  std::shared_ptr<const topo::Topology> name_rank_topology_;  // the topology name_rank_ is for
+  std::vector<int32_t> name_rank_;                      // per domain: rank of its name
 };
 
 }  // namespace tidal::plugins
