@@ -36,7 +36,7 @@ struct QueueArgs {
   uint64_t seed = 42;
   int64_t limit = 0;
   double load = 0, time_scale = 0, slowdown_ok = 1.0;
-  int64_t max_wait_s = 0;
+  int64_t max_wait_s = -1;
   bool json = false;
   bool single_node_if_fits = false;
 };
@@ -164,7 +164,8 @@ void RegisterSimQueueCommand(CLI::App& sim) {
   q->add_option("--load", args->load, "compress arrivals to this offered load (e.g. 0.75 of the GPUs); 0 = as recorded");
   q->add_option("--time-scale", args->time_scale, "divide inter-arrival times by K (exclusive with --load)");
   q->add_option("--max-wait", args->max_wait_s,
-                "seconds a multi-GPU job may wait for a placement at most --slowdown-ok slower than compact (topo placer)")
+                "seconds a multi-GPU job may wait for a placement at most --slowdown-ok slower than compact (topo placer); "
+                "-1 = as long as it takes, 0 = never")
       ->capture_default_str();
   q->add_option("--slowdown-ok", args->slowdown_ok, "slowdown a waiting job accepts (with --max-wait)")->capture_default_str();
   q->add_option("--queue", args->queue, "queue policy: fifo or fifo-backfill")->capture_default_str();

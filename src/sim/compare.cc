@@ -98,8 +98,8 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
     if (doc["max_wait"]) c.max_wait_s = doc["max_wait"].as<int64_t>();
     if (doc["slowdown_ok"]) c.slowdown_ok = doc["slowdown_ok"].as<double>();
     if (doc["single_node_if_fits"]) c.single_node_if_fits = doc["single_node_if_fits"].as<bool>();
-    if (c.limit < 0 || c.max_wait_s < 0 || c.slowdown_ok < 1) {
-      return MakeError(ErrorCode::kParse, "{}: limit and max_wait must be >= 0 and slowdown_ok >= 1", path);
+    if (c.limit < 0 || c.max_wait_s < -1 || c.slowdown_ok < 1) {
+      return MakeError(ErrorCode::kParse, "{}: limit must be >= 0, max_wait >= -1 and slowdown_ok >= 1", path);
     }
   } catch (const YAML::Exception& e) {
     return MakeError(ErrorCode::kParse, "{}:{}: {}", path, e.mark.line + 1, e.msg);

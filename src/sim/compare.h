@@ -14,7 +14,7 @@
 //   loads: [0.6, 0.75, 0.9]   # offered load; or time_scales: [4, 5, 6]
 //   seeds: [1]
 //   limit: 0                  # first N jobs only
-//   max_wait: 0               # see sim queue --max-wait / --slowdown-ok
+//   max_wait: -1              # see sim queue --max-wait / --slowdown-ok
 //   slowdown_ok: 1.0
 //
 // Runs are independent and deterministic, so running them on several
@@ -42,7 +42,7 @@ struct CompareConfig {
   std::vector<double> time_scales;
   std::vector<uint64_t> seeds = {1};
   int64_t limit = 0;
-  int64_t max_wait_s = 0;
+  int64_t max_wait_s = -1;
   double slowdown_ok = 1.0;
   bool single_node_if_fits = false;
 };

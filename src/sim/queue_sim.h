@@ -68,8 +68,9 @@ struct QueueSimOptions {
   double time_scale = 0;
   // Every multi-GPU job waits up to this long for a placement at most
   // `slowdown_ok` times slower than compact (topology placers with a cost
-  // model; Job::topo_max_wait_s). 0 = take the best placement now.
-  int64_t max_wait_s = 0;
+  // model; Job::topo_max_wait_s). Negative (the default): as long as it
+  // takes; 0: take the best placement now.
+  int64_t max_wait_s = -1;
   double slowdown_ok = 1.0;
   // Called now and then during the replay (about every 1% of jobs).
   std::function<void(const QueueProgress&)> progress;

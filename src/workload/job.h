@@ -45,7 +45,8 @@ struct Job {
   std::optional<topo::Level> topo_preferred;
   // Wait up to this long (from submission) for a placement at most
   // `topo_slowdown_ok` times slower than a compact one before taking a worse
-  // one (like Slurm's --switches=N@time). 0: take the best available now.
+  // one (like Slurm's --switches=N@time). 0: take the best available now;
+  // negative: wait as long as it takes (topology placers with a cost model).
   int64_t topo_max_wait_s = 0;
   double topo_slowdown_ok = 1.0;
   // GPUs per tensor-parallel group, kept inside one NVLink domain (0: unknown).

@@ -265,24 +265,24 @@ std::optional<Placement> TopoPlace::PlaceGang(const CycleContext& ctx, const Pod
     if (best == cands.size() || better(i, best)) best = i;
   }
   if (best == cands.size()) return std::nullopt;
-  if (ctx.cost != nullptr && cands[best].slowdown > job.topo_slowdown_ok) {
-    // Wait for a better placement? An explicit budget (--switches=N@time
-    // style), else ski rental: keep waiting while the time waited is below
-    // the run time the slowdown would add (duration x (slowdown - 1)), which
-    // bounds the job's completion time at twice the better of "start now" and
-    // "wait for the compact placement", whenever that comes.
-    int64_t budget = job.topo_max_wait_s;
-    if (budget == 0 && job.duration_s) {
-      budget = static_cast<int64_t>(static_cast<double>(*job.duration_s) * (cands[best].slowdown - 1.0));
+  if (ctx.cost != nullptr && cands[best].slowdown > job.topo_slowdown_ok + 1e-9 && job.topo_max_wait_s != 0 &&
+      (job.topo_max_wait_s < 0 || waited < job.topo_max_wait_s)) {
+    // Wait for a placement within the tolerance (like Slurm's
+    // --switches=N@time): a slower one would cost the cluster
+    // GPUs x run time x (slowdown - 1) GPU-seconds, which at load is other
+    // jobs' waiting time. (Measured on Philly at 0.75 load: bounding the wait
+    // by the job's own extra run time — ski rental — gave 60% more mean
+    // queueing delay than waiting; docs/topology.md.)
+    if (ctx.deferred != nullptr) {
+      *ctx.deferred = job.topo_max_wait_s < 0
+                          ? fmt::format("the best placement now is {:.3f}x slower than a compact one (tolerance {:.2f}x); "
+                                        "waiting for a better one",
+                                        cands[best].slowdown, job.topo_slowdown_ok)
+                          : fmt::format("the best placement now is {:.3f}x slower than a compact one (tolerance {:.2f}x); "
+                                        "waiting up to {} s more for a better one",
+                                        cands[best].slowdown, job.topo_slowdown_ok, job.topo_max_wait_s - waited);
     }
-    if (waited < budget) {
-      if (ctx.deferred != nullptr) {
-        *ctx.deferred = fmt::format("the best placement now is {:.3f}x slower than a compact one; waiting up to {} s more for a "
-                                    "better one (tolerance {:.2f}x)",
-                                    cands[best].slowdown, budget - waited, job.topo_slowdown_ok);
-      }
-      return std::nullopt;
-    }
+    return std::nullopt;
   }
   return std::move(placements[best]);
 }

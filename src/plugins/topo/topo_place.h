@@ -20,11 +20,10 @@
 //  * With a PlacementCost (the planner's predicted step time), candidates
 //    are scored by the job's slowdown; ties go to the lower level, then the
 //    tighter domain, then the lower domain id. Without one, the lowest level
-//    wins, then the fewest hosts. While its best slowdown exceeds Job::topo_slowdown_ok a job waits
-//    (no placement) for up to Job::topo_max_wait_s since submission, like
-//    Slurm's --switches=N@time; with no budget given, for as long as the
-//    slowdown would add to its run time (duration x (slowdown - 1): ski
-//    rental, so its completion is within 2x of the better choice in hindsight).
+//    wins, then the fewest hosts. While its best slowdown exceeds
+//    Job::topo_slowdown_ok a job is deferred (ErrorCode::kDeferred) for up to
+//    Job::topo_max_wait_s since submission (negative: as long as it takes),
+//    like Slurm's --switches=N@time.
 //  * Job::topo_required limits candidates to domains at or below that level;
 //    Job::topo_preferred prefers them and falls back upwards.
 #pragma once
