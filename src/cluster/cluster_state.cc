@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <limits>
 
 namespace tidal {
@@ -178,9 +179,10 @@ void ClusterState::UpdateHostAggregates(NodeId n, int32_t old_whole) {
   {
     const size_t from = static_cast<size_t>(std::min(old_whole, kFreeHistogram - 1));
     const size_t to = static_cast<size_t>(std::min(now, kFreeHistogram - 1));
-    if (from != to) {
+    const int32_t cls = host_class_[static_cast<size_t>(host_of(n))];
+    if (from != to && cls >= 0) {
       for (topo::DomainId d = host; d != topo::kNoDomain; d = t.parent(d)) {
-        int32_t* h = Hist(d);
+        int32_t* h = Hist(d, cls);
         --h[from];
         ++h[to];
       }
@@ -251,7 +253,18 @@ Status ClusterState::AttachTopology(std::shared_ptr<const topo::Topology> topolo
   int32_t slots = 0;
   for (size_t d = 0; d < nd; ++d)
     if (topo::LevelIndex(t.level(static_cast<topo::DomainId>(d))) >= topo::LevelIndex(topo::Level::kNode)) dom_hist_slot_[d] = slots++;
-  dom_free_hist_.assign(static_cast<size_t>(slots) * kFreeHistogram, 0);
+  host_sizes_.clear();
+  for (NodeId n = 0; n < num_nodes(); ++n)
+    if (gpu_count_[n] > 0) host_sizes_.push_back(gpu_count_[n]);
+  std::sort(host_sizes_.begin(), host_sizes_.end(), std::greater<>());
+  host_sizes_.erase(std::unique(host_sizes_.begin(), host_sizes_.end()), host_sizes_.end());
+  host_class_.assign(static_cast<size_t>(t.num_hosts()), -1);
+  for (int32_t h = 0; h < t.num_hosts(); ++h) {
+    const int32_t g = gpu_count_[host_node_[static_cast<size_t>(h)]];
+    if (g > 0) host_class_[static_cast<size_t>(h)] = static_cast<int32_t>(std::find(host_sizes_.begin(), host_sizes_.end(), g) - host_sizes_.begin());
+  }
+  const size_t classes = host_sizes_.size();
+  dom_free_hist_.assign(static_cast<size_t>(slots) * classes * kFreeHistogram, 0);
   for (size_t d = nd; d-- > 0;) {
     const auto id = static_cast<topo::DomainId>(d);
     if (t.level(id) == topo::Level::kGpu) {
@@ -263,7 +276,8 @@ Status ClusterState::AttachTopology(std::shared_ptr<const topo::Topology> topolo
       dom_free_hosts_[d] = gpu_count_[n] > 0 && free_whole_[n] == gpu_count_[n];
       dom_max_host_free_[d] = free_whole_[n];
       dom_model_[d] = gpu_model_[n];
-      ++Hist(id)[std::min(free_whole_[n], kFreeHistogram - 1)];
+      if (const int32_t cls = host_class_[static_cast<size_t>(t.host_index(id))]; cls >= 0)
+        ++Hist(id, cls)[std::min(free_whole_[n], kFreeHistogram - 1)];
     }
     const topo::DomainId p = t.parent(id);
     if (p == topo::kNoDomain) continue;
@@ -272,7 +286,8 @@ Status ClusterState::AttachTopology(std::shared_ptr<const topo::Topology> topolo
     if (t.level(id) != topo::Level::kGpu && topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode)) {
       dom_free_hosts_[pi] += dom_free_hosts_[d];
       dom_max_host_free_[pi] = std::max(dom_max_host_free_[pi], dom_max_host_free_[d]);
-      for (int32_t k = 0; k < kFreeHistogram; ++k) Hist(p)[k] += Hist(id)[k];
+      for (size_t cls = 0; cls < classes; ++cls)
+        for (int32_t k = 0; k < kFreeHistogram; ++k) Hist(p, static_cast<int32_t>(cls))[k] += Hist(id, static_cast<int32_t>(cls))[k];
       const GpuModelId m = dom_model_[d];
       if (m != kNoGpuModel) {
         GpuModelId& pm = dom_model_[pi];
@@ -347,7 +362,9 @@ Status ClusterState::CheckInvariants() const {
   if (!topo_) return Ok();
   const topo::Topology& t = *topo_;
   const size_t nd = static_cast<size_t>(t.num_domains());
-  std::vector<int32_t> gpus(nd, 0), hosts(nd, 0), maxh(nd, 0), hist(nd * kFreeHistogram, 0);
+  const size_t classes = host_sizes_.size();
+  const size_t row = classes * kFreeHistogram;
+  std::vector<int32_t> gpus(nd, 0), hosts(nd, 0), maxh(nd, 0), hist(nd * row, 0);
   for (size_t d = nd; d-- > 0;) {
     const auto id = static_cast<topo::DomainId>(d);
     if (t.level(id) == topo::Level::kGpu) {
@@ -358,12 +375,12 @@ Status ClusterState::CheckInvariants() const {
       const NodeId n = host_node_[static_cast<size_t>(t.host_index(id))];
       hosts[d] = gpu_count_[n] > 0 && free_whole_[n] == gpu_count_[n];
       maxh[d] = free_whole_[n];
-      ++hist[d * kFreeHistogram + static_cast<size_t>(std::min(free_whole_[n], kFreeHistogram - 1))];
+      const int32_t cls = gpu_count_[n] > 0 ? static_cast<int32_t>(std::find(host_sizes_.begin(), host_sizes_.end(), gpu_count_[n]) - host_sizes_.begin()) : -1;
+      if (cls >= 0) ++hist[d * row + static_cast<size_t>(cls) * kFreeHistogram + static_cast<size_t>(std::min(free_whole_[n], kFreeHistogram - 1))];
     }
     if (topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode) &&
-        !std::equal(hist.begin() + static_cast<std::ptrdiff_t>(d * kFreeHistogram),
-                    hist.begin() + static_cast<std::ptrdiff_t>((d + 1) * kFreeHistogram),
-                    dom_free_hist_.begin() + static_cast<std::ptrdiff_t>(dom_hist_slot_[d]) * kFreeHistogram)) {
+        !std::equal(hist.begin() + static_cast<std::ptrdiff_t>(d * row), hist.begin() + static_cast<std::ptrdiff_t>((d + 1) * row),
+                    dom_free_hist_.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dom_hist_slot_[d]) * row))) {
       return MakeError(ErrorCode::kInternal, "topology domain '{}': free-host histogram drifted", t.DomainName(id));
     }
     if (gpus[d] != dom_free_gpus_[d] || (topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode) &&
@@ -377,8 +394,7 @@ Status ClusterState::CheckInvariants() const {
     if (t.level(id) != topo::Level::kGpu && topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode)) {
       hosts[static_cast<size_t>(p)] += hosts[d];
       maxh[static_cast<size_t>(p)] = std::max(maxh[static_cast<size_t>(p)], maxh[d]);
-      for (int32_t k = 0; k < kFreeHistogram; ++k)
-        hist[static_cast<size_t>(p) * kFreeHistogram + static_cast<size_t>(k)] += hist[d * kFreeHistogram + static_cast<size_t>(k)];
+      for (size_t k = 0; k < row; ++k) hist[static_cast<size_t>(p) * row + k] += hist[d * row + k];
     }
   }
   return Ok();

@@ -171,12 +171,21 @@ class ClusterState {
   int32_t domain_max_host_free(topo::DomainId d) const { return dom_max_host_free_[static_cast<size_t>(d)]; }
   // Hosts under d (a host or a domain above hosts) with exactly k free whole
   // GPUs, k in [0, kFreeHistogram); hosts with more count in the last bucket.
-  // Lets a placer find the tightest host for a request without a scan.
+  // Kept per host size (the distinct GPU counts of hosts, largest first), so
+  // a placer finds the tightest host of a given size without a scan.
   static constexpr int32_t kFreeHistogram = 65;
-  int32_t domain_hosts_with_free(topo::DomainId d, int32_t k) const {
+  int32_t num_host_sizes() const { return static_cast<int32_t>(host_sizes_.size()); }
+  int32_t host_size(int32_t size_class) const { return host_sizes_[static_cast<size_t>(size_class)]; }
+  int32_t domain_hosts_with_free(topo::DomainId d, int32_t size_class, int32_t k) const {
     const int32_t slot = dom_hist_slot_[static_cast<size_t>(d)];
     if (slot < 0) return 0;  // below a host
-    return dom_free_hist_[static_cast<size_t>(slot) * kFreeHistogram + static_cast<size_t>(std::min(k, kFreeHistogram - 1))];
+    return dom_free_hist_[(static_cast<size_t>(slot) * host_sizes_.size() + static_cast<size_t>(size_class)) * kFreeHistogram +
+                          static_cast<size_t>(std::min(k, kFreeHistogram - 1))];
+  }
+  int32_t domain_hosts_with_free(topo::DomainId d, int32_t k) const {
+    int32_t sum = 0;
+    for (int32_t c = 0; c < num_host_sizes(); ++c) sum += domain_hosts_with_free(d, c, k);
+    return sum;
   }
   // The GPU model of every host under d, or kNoGpuModel if none / kMixedGpuModels.
   GpuModelId domain_model(topo::DomainId d) const { return dom_model_[static_cast<size_t>(d)]; }
@@ -205,10 +214,16 @@ class ClusterState {
   std::shared_ptr<const topo::Topology> topo_;
   std::vector<int32_t> node_host_, host_node_;
   std::vector<int32_t> dom_free_gpus_, dom_free_hosts_, dom_max_host_free_;
-  // kFreeHistogram buckets per host and per domain above hosts (slot -1 below
-  // hosts: GPU and sub-node domains would make it ~10x larger for nothing).
+  // kFreeHistogram buckets per host size per host and per domain above hosts
+  // (slot -1 below hosts: GPU and sub-node domains would make it ~10x larger
+  // for nothing). Hosts without GPUs have no size class.
   std::vector<int32_t> dom_hist_slot_, dom_free_hist_;
-  int32_t* Hist(topo::DomainId d) { return dom_free_hist_.data() + static_cast<size_t>(dom_hist_slot_[static_cast<size_t>(d)]) * kFreeHistogram; }
+  std::vector<int32_t> host_sizes_;   // distinct GPU counts > 0, descending
+  std::vector<int32_t> host_class_;   // per host index, -1 without GPUs
+  int32_t* Hist(topo::DomainId d, int32_t cls) {
+    return dom_free_hist_.data() +
+           (static_cast<size_t>(dom_hist_slot_[static_cast<size_t>(d)]) * host_sizes_.size() + static_cast<size_t>(cls)) * kFreeHistogram;
+  }
   std::vector<GpuModelId> dom_model_;
 };
 

@@ -64,6 +64,11 @@ struct CycleContext {
   // placement says why here (and returns no placement); the cycle then ends
   // kDeferred instead of kUnschedulable, so queues do not hold capacity for it.
   std::string* deferred = nullptr;
+  // Nodes a blocked head's backfill reservation counts on (per NodeId, 1 =
+  // reserved), while the queue backfills behind it: a placer that can
+  // should prefer other nodes, so a backfilled job does not take the
+  // capacity the head is waiting for. Empty outside backfill.
+  std::span<const uint8_t> reserved_nodes;
 };
 
 class Plugin {

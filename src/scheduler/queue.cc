@@ -180,7 +180,8 @@ bool JobQueue::HeadFits(const Reservation& r, const PodRequest& head) const {
   if (r.fitting_nodes > 0) return true;
   // A deferred head waits for a compact placement: on one node when it fits
   // on one. (A gang's compactness is the placer's to judge: its capacity is
-  // held as for any head, which measured better than holding none.)
+  // held as for any head; reserving only fully free hosts under one switch
+  // measured worse on Philly, docs/topology.md.)
   if (r.compact && head.num_gpu() <= largest_node_gpus_) return false;
   // A gang may gather whole GPUs from several nodes (GangPack's rule).
   return !head.job->single_node && scheduler_.framework().profile().gang != nullptr &&
@@ -305,7 +306,10 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
       ++it;
       continue;
     }
+    // Long jobs are steered off the nodes the head's reservation counts on.
+    if (!short_job && reservation_.fitting_nodes > 0) scheduler_.set_reserved_nodes(reservation_.fits);
     auto bound = scheduler_.ScheduleAndBind(*e.job);
+    scheduler_.set_reserved_nodes({});
     if (!bound) {
       if (bound.error().code == ErrorCode::kUnschedulable) {
         update(k, [&] { unfit_[k] = 1; });

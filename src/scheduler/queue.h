@@ -104,6 +104,7 @@ class FreeCapacity {
   bool Fits(const PodRequest& pod, NodeId n) const;
   // Whole free GPUs on node n.
   int32_t whole_free(NodeId n) const { return whole_[n]; }
+  int32_t gpu_count(NodeId n) const { return count_[n]; }
   GpuModelId model(NodeId n) const { return model_[n]; }
 
  private:

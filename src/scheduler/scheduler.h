@@ -35,6 +35,9 @@ class Scheduler {
   int64_t now() const { return now_s_; }
   // A placement cost model for topology placers (borrowed; may be null).
   void set_placement_cost(PlacementCost* cost) { cost_ = cost; }
+  // Nodes the queue's backfill reservation counts on (CycleContext::
+  // reserved_nodes); borrowed, empty to clear.
+  void set_reserved_nodes(std::span<const uint8_t> nodes) { reserved_ = nodes; }
   // Attaches a topology to the cluster; only before anything is bound.
   Status AttachTopology(std::shared_ptr<const topo::Topology> t) { return cluster_.AttachTopology(std::move(t)); }
 
@@ -44,6 +47,7 @@ class Scheduler {
   Rng rng_;
   int64_t now_s_ = 0;
   PlacementCost* cost_ = nullptr;
+  std::span<const uint8_t> reserved_;
 };
 
 }  // namespace tidal

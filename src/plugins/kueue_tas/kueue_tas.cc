@@ -73,11 +73,17 @@ std::optional<Placement> KueueTasPlace::PlaceGang(const CycleContext& ctx, const
   } else if (job.topo_preferred) {
     want = *job.topo_preferred;
   } else {
-    // As a user would annotate a training job: preferred one host when it
-    // fits on one (kubernetes.io/hostname), else the lowest level above.
+    // As a careful user annotates a training job: required
+    // kubernetes.io/hostname when it fits on one host (as Slurm users ask
+    // -N1), else preferred at the lowest level above the host.
     int32_t largest = 0;
     for (NodeId node = 0; node < c.num_nodes(); ++node) largest = std::max(largest, c.gpu_count(node));
-    want = n <= largest || levels.size() < 2 ? Level::kNode : levels[levels.size() - 2];
+    if (n <= largest || levels.size() < 2) {
+      required = true;
+      want = Level::kNode;
+    } else {
+      want = levels[levels.size() - 2];
+    }
   }
   // The requested level index (outermost = 0); a level the topology lacks: the next one out.
   int idx = -1;

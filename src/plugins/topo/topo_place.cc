@@ -31,28 +31,39 @@ bool TopoPlace::ModelOk(const ClusterState& c, const PodRequest& pod, DomainId d
 NodeId TopoPlace::OneHost(const CycleContext& ctx, const PodRequest& pod, DomainId d, int32_t tp) const {
   const ClusterState& c = ctx.cluster;
   const int32_t n = pod.num_gpu();
-  // Best fit over the whole cluster: the smallest free count k >= n that some
-  // host has (the per-domain histograms say where), then descend only into
-  // domains holding such a host, most-allocated first.
-  for (int32_t k = n; k < ClusterState::kFreeHistogram - 1; ++k) {
-    if (c.domain_hosts_with_free(d, k) == 0) continue;
-    if (NodeId r = Descend(ctx, pod, d, tp, k); r >= 0) return r;
+  // Largest hosts first, tightest there (per-size free-host histograms say
+  // which free counts exist and where, so there is no scan). While the queue
+  // backfills, hosts its reservation counts on come last.
+  for (const bool avoid : {true, false}) {
+    if (avoid && ctx.reserved_nodes.empty()) continue;
+    for (int32_t cls = 0; cls < c.num_host_sizes(); ++cls) {
+      const int32_t size = c.host_size(cls);
+      if (size < n) break;
+      for (int32_t k = n; k <= std::min(size, ClusterState::kFreeHistogram - 1); ++k) {
+        if (c.domain_hosts_with_free(d, cls, k) == 0) continue;
+        if (NodeId r = Descend(ctx, pod, d, tp, cls, k, avoid); r >= 0) return r;
+      }
+    }
   }
-  // Hosts with more free GPUs than the histogram resolves: any of them.
-  return Descend(ctx, pod, d, tp, ClusterState::kFreeHistogram - 1);
+  return -1;
 }
 
-NodeId TopoPlace::Descend(const CycleContext& ctx, const PodRequest& pod, DomainId d, int32_t tp, int32_t k) const {
+NodeId TopoPlace::Descend(const CycleContext& ctx, const PodRequest& pod, DomainId d, int32_t tp, int32_t cls, int32_t k,
+                          bool avoid) const {
   const ClusterState& c = ctx.cluster;
   const topo::Topology& t = c.topology();
   const int32_t n = pod.num_gpu();
-  const bool last_bucket = k == ClusterState::kFreeHistogram - 1;
   if (IsHost(t, d)) {
     const NodeId node = c.node_of_host(t.host_index(d));
     const int32_t free = c.free_whole_gpus(node);
-    if ((last_bucket ? free < k : free != k) || !gang::NodeCanTake(c, pod, node, n) || gang::UsableGpus(c, node, tp) < n) return -1;
+    const bool last_bucket = k == ClusterState::kFreeHistogram - 1;
+    if (c.gpu_count(node) != c.host_size(cls) || (last_bucket ? free < k : free != k)) return -1;
+    if (!gang::NodeCanTake(c, pod, node, n) || gang::UsableGpus(c, node, tp) < n) return -1;
+    if (avoid && static_cast<size_t>(node) < ctx.reserved_nodes.size() && ctx.reserved_nodes[static_cast<size_t>(node)]) return -1;
     return node;
   }
+  // Domains holding such a host, the most allocated first (small jobs fill
+  // broken domains; whole ones stay whole for gangs); hosts in order.
   struct Kid {
     int32_t key;
     DomainId d;
@@ -61,7 +72,7 @@ NodeId TopoPlace::Descend(const CycleContext& ctx, const PodRequest& pod, Domain
   std::vector<Kid> many;
   size_t count = 0;
   for (DomainId x : t.children(d)) {
-    if (c.domain_hosts_with_free(x, k) == 0 || !ModelOk(c, pod, x)) continue;
+    if (c.domain_hosts_with_free(x, cls, k) == 0 || !ModelOk(c, pod, x)) continue;
     const Kid kid{IsHost(t, x) ? 0 : c.domain_free_gpus(x), x};
     if (count < 256) kids[count++] = kid;
     else many.push_back(kid);
@@ -71,12 +82,12 @@ NodeId TopoPlace::Descend(const CycleContext& ctx, const PodRequest& pod, Domain
     many.insert(many.end(), kids, kids + count);
     std::sort(many.begin(), many.end(), less);
     for (const Kid& x : many)
-      if (NodeId r = Descend(ctx, pod, x.d, tp, k); r >= 0) return r;
+      if (NodeId r = Descend(ctx, pod, x.d, tp, cls, k, avoid); r >= 0) return r;
     return -1;
   }
   std::sort(kids, kids + count, less);
   for (size_t i = 0; i < count; ++i)
-    if (NodeId r = Descend(ctx, pod, kids[i].d, tp, k); r >= 0) return r;
+    if (NodeId r = Descend(ctx, pod, kids[i].d, tp, cls, k, avoid); r >= 0) return r;
   return -1;
 }
 
