@@ -289,6 +289,11 @@ TEST(MaterializeTest, KeepsTheTreeAndItsNotes) {
   EXPECT_EQ(m->parent(m->host(1)), 0);
   EXPECT_EQ(m->host_gpus(1), 0);
   EXPECT_EQ(m->notes().front(), "reader note");
+  // Each default is noted once, not again for the materialized copy.
+  EXPECT_THAT(m->notes(), ElementsAre("reader note",
+                                      "node links: the input gives no bandwidth; using tidal's default 20 GB/s per GPU",
+                                      "leaf links: the input gives no bandwidth; using tidal's default 50 GB/s per GPU",
+                                      "spine links: the input gives no bandwidth; using tidal's default 50 GB/s per GPU"));
 }
 
 }  // namespace
