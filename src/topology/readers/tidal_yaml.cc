@@ -123,7 +123,7 @@ Result<HostLayout> ReadHostType(const Ctx& c, const YAML::Node& n) {
 Result<std::vector<std::vector<std::string>>> Share(const Ctx& c, const YAML::Node& at, std::vector<std::string> items,
                                                     size_t parts, int per, std::string_view what) {
   std::vector<std::vector<std::string>> out(parts);
-  if (parts == 1) {
+  if (parts == 1 && per <= 0) {  // with per: N, one parent must still hold them all
     out[0] = std::move(items);
     return out;
   }

@@ -105,6 +105,17 @@ TEST(TidalYamlTest, SharingThatDoesNotComeOutEvenIsAnError) {
             "t.yaml:8: 6 hosts at 4 per parent fill 2 parents, but there are 4");
 }
 
+// per: N promises N to a parent also when there is only one parent.
+TEST(TidalYamlTest, PerIsCheckedWithASingleParentToo) {
+  EXPECT_EQ(ReadError("version: 1\nroot:\n  level: leaf\n  name: l\n  hosts: h[1-8]\n  hosts_per: 4\n"),
+            "t.yaml:5: 8 hosts at 4 per parent fill 2 parents, but there are 1");
+  EXPECT_EQ(ReadError("version: 1\nroot:\n  level: leaf\n  names: l[1-4]\n  per: 2\n  hosts: h[1-4]\n"),
+            "t.yaml:3: 4 names at 2 per parent fill 2 parents, but there are 1");
+  // A per that one parent holds is fine, also when the last share is short.
+  const Topology t = Read("version: 1\nroot:\n  level: leaf\n  name: l\n  hosts: h[1-3]\n  hosts_per: 4\n");
+  EXPECT_THAT(Describe(t), ElementsAre("leaf l <- - hosts=3", "node h1 <- l", "node h2 <- l", "node h3 <- l"));
+}
+
 TEST(TidalYamlTest, NodeEntriesGiveHostsOfSeveralTypes) {
   const Topology t = Read(R"(version: 1
 host_types:
