@@ -181,6 +181,37 @@ TEST(TidalYamlRoundTripTest, BuilderTopologiesWithUnknownLayoutsAndASyntheticRoo
   ExpectRoundTrip(*t);
 }
 
+// FabricGraph names a merged set of parallel switches by their compressed
+// list ("s[1-2]", "sA,sB"); written and read back it is still one domain.
+TEST(TidalYamlRoundTripTest, MergedSwitchNamesStayOneDomain) {
+  FabricGraph g("fab");
+  for (const char* s : {"s1", "s2", "l1", "l2", "sA", "sB", "r0", "r1"}) ASSERT_TRUE(g.AddSwitch(s, std::nullopt, "").has_value());
+  HostLayout L;
+  L.gpus = 2;
+  for (const char* h : {"h1", "h2", "h3", "h4", "x1", "x2"}) ASSERT_TRUE(g.AddHost(h, "", L).has_value());
+  for (const char* s : {"s1", "s2"})
+    for (const char* l : {"l1", "l2"}) g.Connect(s, l, "");
+  g.Connect("l1", "h1", "");
+  g.Connect("l1", "h2", "");
+  g.Connect("l2", "h3", "");
+  g.Connect("l2", "h4", "");
+  for (const char* r : {"r0", "r1"}) {
+    g.Connect("sA", r, "");
+    g.Connect("sB", r, "");
+    g.Connect(r, "x1", "");
+    g.Connect(r, "x2", "");
+  }
+  auto t = std::move(g).Build();
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  ASSERT_EQ(t->DomainName(1), "s[1-2]");
+  ExpectRoundTrip(*t);
+  // The same in the spec: `name:` is one name as written; `names:` is a list.
+  const Topology one = Read("version: 1\nroot:\n  level: leaf\n  name: \"r[0-1]\"\n  rails: 2\n  hosts: x[1-2]\n");
+  ASSERT_EQ(one.num_domains(), 3);
+  EXPECT_EQ(one.DomainName(0), "r[0-1]");
+  EXPECT_EQ(one.hosts_under(0), 2);
+}
+
 TEST(TidalYamlRoundTripTest, PhillyFatTreeFromTheRepository) {
   auto text = ReadFileToString(std::string(TIDAL_SOURCE_DIR) + "/data/topologies/philly-fat-tree.yaml");
   ASSERT_TRUE(text.has_value()) << text.error().message;
