@@ -239,6 +239,18 @@ TEST(MaterializeTest, FillsCountsModelsAndTheDefaultLayout) {
   EXPECT_EQ(m->source(), "src");
 }
 
+TEST(MaterializeTest, DropsDefaultGroupsThatReachPastTheLastGpu) {
+  HostLayout def;
+  def.groups = {{Level::kPcie, "lo", {0, 1}}, {Level::kPcie, "hi", {2, 3}}};
+  auto m = Materialize(Unknown(), {{"a", 3, "T4"}, {"b", 4, "T4"}, {"c", 2, "T4"}}, def);
+  ASSERT_TRUE(m.has_value()) << m.error().message;
+  ASSERT_EQ(m->layout(0).groups.size(), 1u);  // GPU 3 is one past a 3-GPU host's last
+  EXPECT_EQ(m->layout(0).groups[0].name, "lo");
+  EXPECT_EQ(m->layout(1).groups.size(), 2u);
+  EXPECT_EQ(m->DomainName(m->parent(m->host_gpu(0, 2))), "a");
+  EXPECT_EQ(m->DomainName(m->parent(m->host_gpu(1, 2))), "b/hi");
+}
+
 TEST(MaterializeTest, KnownCountsMustAgree) {
   auto m = Materialize(Unknown(), {{"a", 8, "H100"}, {"b", 4, "A100"}, {"c", 3, "T4"}});
   ASSERT_FALSE(m.has_value());
