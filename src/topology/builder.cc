@@ -227,8 +227,10 @@ Result<Topology> TopologyBuilder::Build() && {
   }
   t.layouts_ = std::move(layouts);
   for (const auto& [l, nv] : defaulted) {
-    t.notes_.push_back(fmt::format("{}{} links: the input gives no bandwidth; using tidal's default {} GB/s per GPU", LevelName(l),
-                                   nv ? " (NVLink)" : "", DefaultLink(l, nv).gbps));
+    // Once each: a rebuild (Materialize) brings the notes of the first build along.
+    std::string note = fmt::format("{}{} links: the input gives no bandwidth; using tidal's default {} GB/s per GPU", LevelName(l),
+                                   nv ? " (NVLink)" : "", DefaultLink(l, nv).gbps);
+    if (std::find(t.notes_.begin(), t.notes_.end(), note) == t.notes_.end()) t.notes_.push_back(std::move(note));
   }
   t.Index();
   return t;

@@ -123,7 +123,7 @@ Result<HostLayout> ReadHostType(const Ctx& c, const YAML::Node& n) {
 Result<std::vector<std::vector<std::string>>> Share(const Ctx& c, const YAML::Node& at, std::vector<std::string> items,
                                                     size_t parts, int per, std::string_view what) {
   std::vector<std::vector<std::string>> out(parts);
-  if (parts == 1) {
+  if (parts == 1 && per <= 0) {  // with per: N, one parent must still hold them all
     out[0] = std::move(items);
     return out;
   }
@@ -159,7 +159,14 @@ Status ReadEntry(Ctx& c, const YAML::Node& n, const std::vector<DomainId>& paren
   }
   if (n["name"] && n["names"]) return MakeError(ErrorCode::kParse, "{}: give name or names, not both", Where(c, n));
   if (!n["name"] && !n["names"]) return MakeError(ErrorCode::kParse, "{}: a domain entry needs a name (or names: a[1-4])", Where(c, n));
-  TIDAL_ASSIGN_OR_RETURN(std::vector<std::string> names, ReadNames(c, n["name"] ? n["name"] : n["names"], "names"));
+  // `name:` is one name as written (a merged switch set is named "s[1-2]"); `names:` is a host list.
+  std::vector<std::string> names;
+  if (n["name"]) {
+    TIDAL_ASSIGN_OR_RETURN(std::string one, Get<std::string>(c, n["name"], "name"));
+    if (!one.empty()) names.push_back(std::move(one));
+  } else {
+    TIDAL_ASSIGN_OR_RETURN(names, ReadNames(c, n["names"], "names"));
+  }
   if (names.empty()) return MakeError(ErrorCode::kParse, "{}: the entry names no domains", Where(c, n));
   int per = 0, hosts_per = 0;
   if (n["per"]) { TIDAL_ASSIGN_OR_RETURN(double p, GetNumber(c, n["per"], "per", 1, 1e7)); per = static_cast<int>(p); }
