@@ -254,14 +254,13 @@ Status ClusterState::AttachTopology(std::shared_ptr<const topo::Topology> topolo
   for (size_t d = 0; d < nd; ++d)
     if (topo::LevelIndex(t.level(static_cast<topo::DomainId>(d))) >= topo::LevelIndex(topo::Level::kNode)) dom_hist_slot_[d] = slots++;
   host_sizes_.clear();
-  for (NodeId n = 0; n < num_nodes(); ++n)
-    if (gpu_count_[n] > 0) host_sizes_.push_back(gpu_count_[n]);
+  for (NodeId n = 0; n < num_nodes(); ++n) host_sizes_.push_back(gpu_count_[n]);
   std::sort(host_sizes_.begin(), host_sizes_.end(), std::greater<>());
   host_sizes_.erase(std::unique(host_sizes_.begin(), host_sizes_.end()), host_sizes_.end());
   host_class_.assign(static_cast<size_t>(t.num_hosts()), -1);
   for (int32_t h = 0; h < t.num_hosts(); ++h) {
     const int32_t g = gpu_count_[host_node_[static_cast<size_t>(h)]];
-    if (g > 0) host_class_[static_cast<size_t>(h)] = static_cast<int32_t>(std::find(host_sizes_.begin(), host_sizes_.end(), g) - host_sizes_.begin());
+    host_class_[static_cast<size_t>(h)] = static_cast<int32_t>(std::find(host_sizes_.begin(), host_sizes_.end(), g) - host_sizes_.begin());
   }
   const size_t classes = host_sizes_.size();
   dom_free_hist_.assign(static_cast<size_t>(slots) * classes * kFreeHistogram, 0);
@@ -375,7 +374,7 @@ Status ClusterState::CheckInvariants() const {
       const NodeId n = host_node_[static_cast<size_t>(t.host_index(id))];
       hosts[d] = gpu_count_[n] > 0 && free_whole_[n] == gpu_count_[n];
       maxh[d] = free_whole_[n];
-      const int32_t cls = gpu_count_[n] > 0 ? static_cast<int32_t>(std::find(host_sizes_.begin(), host_sizes_.end(), gpu_count_[n]) - host_sizes_.begin()) : -1;
+      const int32_t cls = static_cast<int32_t>(std::find(host_sizes_.begin(), host_sizes_.end(), gpu_count_[n]) - host_sizes_.begin());
       if (cls >= 0) ++hist[d * row + static_cast<size_t>(cls) * kFreeHistogram + static_cast<size_t>(std::min(free_whole_[n], kFreeHistogram - 1))];
     }
     if (topo::LevelIndex(t.level(id)) >= topo::LevelIndex(topo::Level::kNode) &&

@@ -216,10 +216,10 @@ class ClusterState {
   std::vector<int32_t> dom_free_gpus_, dom_free_hosts_, dom_max_host_free_;
   // kFreeHistogram buckets per host size per host and per domain above hosts
   // (slot -1 below hosts: GPU and sub-node domains would make it ~10x larger
-  // for nothing). Hosts without GPUs have no size class.
+  // for nothing). CPU-only hosts are the size-0 class.
   std::vector<int32_t> dom_hist_slot_, dom_free_hist_;
-  std::vector<int32_t> host_sizes_;   // distinct GPU counts > 0, descending
-  std::vector<int32_t> host_class_;   // per host index, -1 without GPUs
+  std::vector<int32_t> host_sizes_;   // distinct GPU counts, descending
+  std::vector<int32_t> host_class_;   // per host index
   int32_t* Hist(topo::DomainId d, int32_t cls) {
     return dom_free_hist_.data() +
            (static_cast<size_t>(dom_hist_slot_[static_cast<size_t>(d)]) * host_sizes_.size() + static_cast<size_t>(cls)) * kFreeHistogram;

@@ -123,6 +123,15 @@ Result<Topology> TopologyBuilder::Build() && {
     Item& it = nodes_[static_cast<size_t>(item)];
     Domain d = it.d;
     d.parent = parent;
+    // Inside an NVLink domain everything talks over NVLink: a host in an
+    // NVL72 block is an NVLink host, at the block's figures unless given.
+    if (parent != kNoDomain && out[static_cast<size_t>(parent)].nvlink && !d.nvlink) {
+      d.nvlink = true;
+      if (d.link.gbps <= 0) {
+        d.link = out[static_cast<size_t>(parent)].link;
+        d.link.oversubscription = 1;
+      }
+    }
     if (d.link.gbps <= 0) {
       const double over = d.link.oversubscription;
       const int hops = d.link.hops;
@@ -216,8 +225,10 @@ Result<Topology> TopologyBuilder::Build() && {
         const auto& G = L.groups[static_cast<size_t>(k.group)];
         c.level = G.level;
         c.name = d.name + "/" + (G.name.empty() ? fmt::format("{}{}", LevelName(G.level), k.group) : G.name);
-        c.nvlink = G.nvlink;
-        c.link = G.link.gbps > 0 ? G.link : DefaultLink(G.level, G.nvlink);
+        // Groups of an NVSwitch host (NUMA halves, PCIe switches) are inside
+        // its NVLink domain: NVLink at the host's figures unless given.
+        c.nvlink = G.nvlink || out[static_cast<size_t>(pid)].nvlink;
+        c.link = G.link.gbps > 0 ? G.link : (c.nvlink && !G.nvlink ? out[static_cast<size_t>(pid)].link : DefaultLink(G.level, G.nvlink));
         const auto gid = static_cast<DomainId>(out.size());
         out.push_back(c);
         emit(k.group, gid);

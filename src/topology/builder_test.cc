@@ -235,7 +235,10 @@ TEST(MaterializeTest, FillsCountsModelsAndTheDefaultLayout) {
   EXPECT_EQ(m->domain(0).link, (LinkSpec{40, 4, 1, 2}));
   EXPECT_EQ(m->domain(0).name, "l");
   EXPECT_EQ(m->DomainName(m->AncestorAt(m->host_gpu(0, 5), Level::kPcie)), "a/numa1");
-  EXPECT_EQ(m->NvlinkDomain(m->host_gpu(0, 5)), m->host_gpu(0, 5));  // the NUMA group has no NVLink of its own
+  // The NUMA group of an NVSwitch host is inside its NVLink domain: the host.
+  EXPECT_EQ(m->NvlinkDomain(m->host_gpu(0, 5)), m->host(0));
+  EXPECT_TRUE(m->domain(m->AncestorAt(m->host_gpu(0, 5), Level::kPcie)).nvlink);
+  EXPECT_EQ(m->domain(m->AncestorAt(m->host_gpu(0, 5), Level::kPcie)).link, m->domain(m->host(0)).link);
   EXPECT_EQ(m->source(), "src");
 }
 
