@@ -24,6 +24,7 @@
 #include "sim/workload_input.h"
 #include "sim/workload_model.h"
 #include "topology/formats.h"
+#include "topology/level.h"
 #include "workload/traces/openb.h"
 #include "workload/traces/philly.h"
 
@@ -32,7 +33,7 @@ namespace {
 
 struct QueueArgs {
   std::string nodes, jobs, format = "auto", policy = "bestfit", queue = "fifo-backfill", out;
-  std::string topology, topology_format = "auto", workload_model;
+  std::string topology, topology_format = "auto", workload_model, require_level, prefer_level;
   uint64_t seed = 42;
   int64_t limit = 0;
   double load = 0, time_scale = 0, slowdown_ok = 1.0;
@@ -80,6 +81,12 @@ int RunQueueCommand(const QueueArgs& a) {
   options.time_scale = a.time_scale;
   options.max_wait_s = a.max_wait_s;
   options.slowdown_ok = a.slowdown_ok;
+  for (auto [text, slot] : {std::pair{&a.require_level, &options.require_level}, std::pair{&a.prefer_level, &options.prefer_level}}) {
+    if (text->empty()) continue;
+    auto l = topo::ParseLevel(*text);
+    if (!l) return fail(l.error());
+    *slot = *l;
+  }
   if (!a.topology.empty()) {
     auto f = topo::ParseFormat(a.topology_format);
     if (!f) return fail(f.error());
@@ -168,6 +175,9 @@ void RegisterSimQueueCommand(CLI::App& sim) {
                 "-1 = as long as it takes, 0 = never")
       ->capture_default_str();
   q->add_option("--slowdown-ok", args->slowdown_ok, "slowdown a waiting job accepts (with --max-wait)")->capture_default_str();
+  q->add_option("--require-level", args->require_level,
+                "every multi-GPU job must fit in one domain of this level (node, block, leaf, spine, core, zone)");
+  q->add_option("--prefer-level", args->prefer_level, "every multi-GPU job prefers one domain of this level, falling back upwards");
   q->add_option("--queue", args->queue, "queue policy: fifo or fifo-backfill")->capture_default_str();
   q->add_option("--seed", args->seed, "seed for the placer's random choices")->capture_default_str();
   q->add_option("--limit", args->limit, "replay only the first N jobs by submit time (0 = all)")

@@ -120,6 +120,13 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       j.topo_slowdown_ok = options.slowdown_ok;
     }
   }
+  if (options.require_level || options.prefer_level) {
+    for (Job& j : jobs) {
+      if (j.num_gpu < 2) continue;
+      j.topo_required = options.require_level;
+      j.topo_preferred = options.prefer_level;
+    }
+  }
 
   if (options.single_node_if_fits) {
     int32_t largest = 0;

@@ -72,6 +72,9 @@ struct QueueSimOptions {
   // takes; 0: take the best placement now.
   int64_t max_wait_s = -1;
   double slowdown_ok = 1.0;
+  // Every multi-GPU job's topology constraint (Job::topo_required /
+  // topo_preferred), as users write them: "must fit in one leaf", "prefer".
+  std::optional<topo::Level> require_level, prefer_level;
   // Called now and then during the replay (about every 1% of jobs).
   std::function<void(const QueueProgress&)> progress;
 };
