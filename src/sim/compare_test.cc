@@ -1,7 +1,10 @@
 // `sim compare`: the config reader (paths, every error), a tiny matrix on the
 // Philly trace that must not depend on the thread count, the targets on
-// hand-made rows and the three output files.
+// hand-made rows and the three output files; and the workload loading they
+// share with sim queue (format detection, nodes from a topology).
 #include "sim/compare.h"
+#include "sim/workload_input.h"
+#include "topology/readers/tidal_yaml.h"
 
 #include <filesystem>
 #include <fstream>
@@ -336,6 +339,73 @@ TEST(CompareOutputs, WritesThreeFilesWithOneChartPerMetric) {
   svgs = 0;
   for (size_t at = html2.find("<svg"); at != std::string::npos; at = html2.find("<svg", at + 1)) ++svgs;
   EXPECT_EQ(svgs, 4u);
+}
+
+// --- workload_input: what sim queue and sim compare load -------------------
+
+TEST(WorkloadInput, DetectJobFormatReadsTheHeader) {
+  TempDir d;
+  EXPECT_EQ(*DetectJobFormat(d.Write("p.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n")), "philly");
+  EXPECT_EQ(*DetectJobFormat(d.Write("o.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+                                              "creation_time,deletion_time,scheduled_time\n")),
+            "openb");
+  auto untimed = DetectJobFormat(d.Write("m.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"));
+  ASSERT_FALSE(untimed);
+  EXPECT_THAT(untimed.error().message, HasSubstr("m.csv:1: this openb pod list has no creation_time/deletion_time"));
+  auto other = DetectJobFormat(d.Write("x.csv", "a,b,c\n"));
+  ASSERT_FALSE(other);
+  EXPECT_THAT(other.error().message, HasSubstr("cannot tell the trace format from the header 'a,b,c'"));
+  auto none = DetectJobFormat((d.path() / "missing.csv").string());
+  ASSERT_FALSE(none);
+  EXPECT_THAT(none.error().message, HasSubstr("cannot open job file"));
+}
+
+TEST(WorkloadInput, NodesFromTheTopologyAndTheirErrors) {
+  auto t = topo::ReadTidalYaml(R"(version: 1
+host_types:
+  a: {gpus: 8, gpu_model: H100}
+  b: {gpus: 2}
+  c: {gpus: 0}
+root:
+  level: leaf
+  name: l
+  children:
+    - {level: node, names: "x[1-2]", host_type: a}
+    - {level: node, name: y, host_type: b}
+    - {level: node, name: z, host_type: c}
+)",
+                               "t.yaml");
+  ASSERT_TRUE(t) << t.error().message;
+  auto nodes = NodesFromTopology(*t);
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  ASSERT_EQ(nodes->size(), 4u);
+  EXPECT_EQ((*nodes)[0].name, "x1");
+  EXPECT_EQ((*nodes)[0].gpu_count, 8);
+  EXPECT_EQ((*nodes)[0].gpu_model, "H100");
+  EXPECT_EQ((*nodes)[2].gpu_model, "gpu");  // GPUs of no stated model
+  EXPECT_EQ((*nodes)[3].gpu_count, 0);
+  EXPECT_EQ((*nodes)[3].gpu_model, "");  // CPU-only
+  auto unknown = topo::ReadTidalYaml("version: 1\nhost_types:\n  u: {}\nroot: {level: leaf, name: l, hosts: h1, host_type: u}\n",
+                                     "u.yaml");
+  ASSERT_TRUE(unknown) << unknown.error().message;
+  auto bad = NodesFromTopology(*unknown);
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.error().message, HasSubstr("u.yaml: host 'h1' has no GPU count in the topology"));
+
+  TempDir d;
+  const std::string jobs = d.Write("j.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,10.0,2,20.0,vc\n");
+  auto w = LoadWorkload("", jobs, "auto", &*t);
+  ASSERT_TRUE(w) << w.error().message;
+  EXPECT_EQ(w->format, "philly");
+  EXPECT_EQ(w->nodes.size(), 4u);
+  ASSERT_EQ(w->jobs.size(), 1u);
+  EXPECT_EQ(w->jobs[0].num_gpu, 2);
+  auto no_nodes = LoadWorkload("", jobs, "philly");
+  ASSERT_FALSE(no_nodes);
+  EXPECT_THAT(no_nodes.error().message, HasSubstr("no node list"));
+  auto fmt_bad = LoadWorkload("", jobs, "helios", &*t);
+  ASSERT_FALSE(fmt_bad);
+  EXPECT_THAT(fmt_bad.error().message, HasSubstr("unknown --format 'helios'"));
 }
 
 }  // namespace
