@@ -1,0 +1,259 @@
+// JobQueue with a placer that defers (ErrorCode::kDeferred: "it fits, but I
+// wait for a better placement") and with run times that depend on the
+// placement (SetRunTime). The queue is driven by hand, pass by pass, so "a
+// later pass without any release" is exactly that.
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "plugins/first_fit/first_fit.h"
+#include "scheduler/queue.h"
+
+namespace tidal {
+namespace {
+
+// First-fit, except that it defers (or, with refuse, plainly fails) one job
+// while the clock is before `until`. Records every call as (now, job id).
+class FakePlace final : public GangPlacePlugin {
+ public:
+  JobId target = -1;
+  int64_t until = 0;
+  bool refuse = false;  // fail without saying why (kUnschedulable) instead of deferring
+  std::vector<std::pair<int64_t, JobId>> calls;
+
+  std::string_view name() const override { return "FakePlace"; }
+  bool PlacesWholeGpuJobs() const override { return true; }
+  std::optional<Placement> PlaceGang(const CycleContext& ctx, const PodRequest& pod) override {
+    calls.emplace_back(ctx.now_s, pod.job->id);
+    if (pod.job->id == target && ctx.now_s < until) {
+      if (!refuse && ctx.deferred != nullptr) *ctx.deferred = "waiting for a compact placement";
+      return std::nullopt;
+    }
+    return inner_.PlaceGang(ctx, pod);
+  }
+  std::vector<JobId> CallsAt(int64_t now) const {
+    std::vector<JobId> out;
+    for (const auto& [t, id] : calls)
+      if (t == now) out.push_back(id);
+    return out;
+  }
+
+ private:
+  plugins::FirstFitPlace inner_;
+};
+
+Job MakeJob(JobId id, int32_t gpus, int64_t duration) {
+  Job j;
+  j.id = id;
+  j.name = fmt::format("j{}", id);
+  j.source = fmt::format("test:{}", id);
+  j.num_gpu = gpus;
+  j.gpu_milli = kMilliPerGpu;
+  j.single_node = false;
+  j.submit_time_s = 0;
+  j.duration_s = duration;
+  return j;
+}
+
+struct Harness {
+  explicit Harness(int nodes, QueuePolicy policy = QueuePolicy::kFifoBackfill) {
+    std::vector<NodeSpec> specs;
+    for (int i = 0; i < nodes; ++i) specs.push_back({fmt::format("n{}", i), 64000, 262144, 4, "A"});
+    Profile p;
+    p.name = "fake";
+    fake = p.Own<FakePlace>();
+    p.gang = fake;
+    scheduler = std::make_unique<Scheduler>(std::move(*ClusterState::Build(specs)), std::move(p), 1);
+    queue = std::make_unique<JobQueue>(*scheduler, policy);
+  }
+  void Push(const Job& j) {
+    std::vector<UnresolvableJob> u;
+    ASSERT_TRUE(queue->Push(j, u));
+    ASSERT_TRUE(u.empty());
+  }
+  QueuePass Schedule(int64_t now) {
+    auto p = queue->Schedule(now);
+    EXPECT_TRUE(p) << p.error().message;
+    return p ? std::move(*p) : QueuePass{};
+  }
+  std::vector<JobId> Ids(const QueuePass& p) const {
+    std::vector<JobId> out;
+    for (const Job* j : p.started) out.push_back(j->id);
+    return out;
+  }
+  int32_t FreeOn(NodeId n) const { return scheduler->cluster().free_whole_gpus(n); }
+
+  FakePlace* fake = nullptr;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<JobQueue> queue;
+};
+
+TEST(QueueDeferral, DeferredHeadStaysHeadAndStartsWithoutARelease) {
+  Harness h(3);
+  const Job j1 = MakeJob(1, 4, 100), j2 = MakeJob(2, 4, 100), j3 = MakeJob(3, 2, 10), j4 = MakeJob(4, 2, 10);
+  h.fake->target = 2;
+  h.fake->until = 20;
+  h.Push(j1);
+  h.Push(j2);
+  h.Push(j3);
+  const QueuePass p0 = h.Schedule(0);
+  // j1 takes n0; j2 is deferred and stays the head; backfill still runs behind it
+  // (j3 on n1 leaves n2 whole for the head's compact reservation).
+  EXPECT_EQ(h.Ids(p0), (std::vector<JobId>{1, 3}));
+  EXPECT_EQ(p0.ends, (std::vector<int64_t>{100, 10}));
+  EXPECT_EQ(p0.backfilled, 1);
+  ASSERT_NE(h.queue->head(), nullptr);
+  EXPECT_EQ(h.queue->head()->id, 2);
+  EXPECT_EQ(h.queue->reservation_s(), 0);  // n2 holds it now: the placer, not capacity, holds it back
+  EXPECT_EQ(h.fake->CallsAt(0), (std::vector<JobId>{1, 2, 3}));
+
+  // A pass with a new arrival and no release: the head is tried first again, then the newcomer.
+  h.Push(j4);
+  const QueuePass p1 = h.Schedule(5);
+  EXPECT_EQ(h.fake->CallsAt(5), (std::vector<JobId>{2, 4}));
+  EXPECT_EQ(h.Ids(p1), (std::vector<JobId>{4}));
+  EXPECT_EQ(p1.ends, (std::vector<int64_t>{15}));
+  EXPECT_EQ(h.queue->head()->id, 2);
+
+  // Still deferring: tried, nothing starts.
+  EXPECT_TRUE(h.Schedule(12).started.empty());
+  EXPECT_EQ(h.fake->CallsAt(12), (std::vector<JobId>{2}));
+
+  // No release since (j3 and j4 have not been finished): the head was never
+  // marked unfit, so once the placer stops deferring it starts.
+  const QueuePass p2 = h.Schedule(20);
+  EXPECT_EQ(h.Ids(p2), (std::vector<JobId>{2}));
+  EXPECT_EQ(p2.ends, (std::vector<int64_t>{120}));
+  EXPECT_EQ(h.queue->waiting(), 0u);
+  EXPECT_EQ(h.FreeOn(2), 0);
+}
+
+TEST(QueueDeferral, ARefusedHeadIsMarkedUnfitUntilARelease) {
+  // The contrast: the same placer failing without a reason is kUnschedulable;
+  // capacity only shrinks until a release, so the head is not retried.
+  Harness h(3);
+  const Job j1 = MakeJob(1, 4, 100), j2 = MakeJob(2, 4, 100), j3 = MakeJob(3, 2, 10);
+  h.fake->target = 2;
+  h.fake->until = 20;
+  h.fake->refuse = true;
+  h.Push(j1);
+  h.Push(j2);
+  h.Push(j3);
+  EXPECT_EQ(h.Ids(h.Schedule(0)), (std::vector<JobId>{1, 3}));
+  EXPECT_TRUE(h.Schedule(20).started.empty());
+  EXPECT_TRUE(h.fake->CallsAt(20).empty());
+  ASSERT_TRUE(h.queue->Finish(j3));
+  EXPECT_EQ(h.Ids(h.Schedule(21)), (std::vector<JobId>{2}));
+}
+
+// n0 full until 100; n1 and n2 each keep 1 GPU free (3-GPU jobs until 50 and 80).
+void Fill(Harness& h, const std::vector<Job>& base) {
+  for (const Job& j : base) h.Push(j);
+  const QueuePass p = h.Schedule(0);
+  ASSERT_EQ(h.Ids(p), (std::vector<JobId>{1, 2, 3}));
+  ASSERT_EQ(h.FreeOn(1), 1);
+  ASSERT_EQ(h.FreeOn(2), 1);
+}
+std::vector<Job> Base() { return {MakeJob(1, 4, 100), MakeJob(2, 3, 50), MakeJob(3, 3, 80)}; }
+
+TEST(QueueDeferral, DeferredHeadReservesASingleNodeWhenItFitsOnOne) {
+  const std::vector<Job> base = Base();
+  const Job head = MakeJob(10, 2, 10), behind = MakeJob(11, 1, 100);
+  {
+    // Deferred: the reservation waits for one node with 2 free GPUs (n1 at 50),
+    // so the long 1-GPU job behind it may take n1's spare GPU (3 left at 50).
+    Harness h(3);
+    h.fake->target = 10;
+    h.fake->until = 1000;
+    Fill(h, base);
+    h.Push(head);
+    h.Push(behind);
+    const QueuePass p = h.Schedule(1);
+    EXPECT_EQ(h.queue->head()->id, 10);
+    EXPECT_EQ(h.queue->reservation_s(), 50);
+    EXPECT_EQ(h.Ids(p), (std::vector<JobId>{11}));
+    EXPECT_EQ(p.ends, (std::vector<int64_t>{101}));
+  }
+  {
+    // Refused (not deferred): the two spare GPUs gathered across n1 and n2 hold
+    // it now, so the long job behind may not take one of them.
+    Harness h(3);
+    h.fake->target = 10;
+    h.fake->until = 1000;
+    h.fake->refuse = true;
+    Fill(h, base);
+    h.Push(head);
+    h.Push(behind);
+    const QueuePass p = h.Schedule(1);
+    EXPECT_EQ(h.queue->reservation_s(), 1);
+    EXPECT_TRUE(p.started.empty());
+  }
+  {
+    // A deferred gang larger than any node gathers GPUs as usual: 1 + 1 now,
+    // + 3 at 50, + 3 at 80 holds 6.
+    Harness h(3);
+    h.fake->target = 10;
+    h.fake->until = 1000;
+    Fill(h, base);
+    h.Push(MakeJob(10, 6, 10));
+    h.Push(behind);
+    h.Schedule(1);
+    EXPECT_EQ(h.queue->reservation_s(), 80);
+  }
+}
+
+TEST(QueueDeferral, RunTimesFromThePlacementSetEndsAndReservations) {
+  // Job 2 runs three times its trace time, job 4 twice.
+  Harness h(2);
+  h.queue->SetRunTime([](const Job& j, const Placement& p) -> int64_t {
+    EXPECT_EQ(p.TotalGpuMilli(), j.TotalGpuMilli());
+    return *j.duration_s * (j.id == 2 ? 3 : j.id == 4 ? 2 : 1);
+  });
+  const Job j1 = MakeJob(1, 4, 10), j2 = MakeJob(2, 4, 10), j3 = MakeJob(3, 8, 10), j4 = MakeJob(4, 1, 15),
+            j5 = MakeJob(5, 1, 12);
+  h.Push(j1);
+  h.Push(j2);
+  h.Push(j3);
+  h.Push(j4);
+  const QueuePass p0 = h.Schedule(0);
+  EXPECT_EQ(h.Ids(p0), (std::vector<JobId>{1, 2}));
+  EXPECT_EQ(p0.ends, (std::vector<int64_t>{10, 30}));
+  // The 8-GPU head needs both hosts: j2's stretched end, not its trace end.
+  EXPECT_EQ(h.queue->reservation_s(), 30);
+  ASSERT_TRUE(h.queue->Finish(j1));
+  // j4 would end at 25 by its trace time but runs 30 on its placement: 10 + 30
+  // = 40 > 30 and it holds a GPU the head needs, so it stays; j5 (12 s) ends at 22.
+  h.Push(j5);
+  const QueuePass p1 = h.Schedule(10);
+  EXPECT_EQ(h.Ids(p1), (std::vector<JobId>{5}));
+  EXPECT_EQ(p1.ends, (std::vector<int64_t>{22}));
+  EXPECT_EQ(p1.backfilled, 1);
+  EXPECT_EQ(h.queue->reservation_s(), 30);
+}
+
+// BUG: a job behind the head whose placer deferred it is not retried in a
+// later pass unless something is released: Backfill resumes after the
+// prefix it already scanned (scanned_below_), and a deferral is not a
+// "does not fit" that only a release can change. Here job 3 fits on n1 all
+// along; its placer stops deferring at 20, yet the pass at 20 (an arrival, no
+// release) only looks at the newcomer.
+TEST(QueueDeferral, DISABLED_DeferredJobBehindTheHeadIsRetriedWithoutARelease) {
+  Harness h(2);
+  const Job j1 = MakeJob(1, 4, 100), j2 = MakeJob(2, 8, 10), j3 = MakeJob(3, 2, 10), j4 = MakeJob(4, 1, 1);
+  h.fake->target = 3;
+  h.fake->until = 20;
+  h.Push(j1);
+  h.Push(j2);
+  h.Push(j3);
+  EXPECT_EQ(h.Ids(h.Schedule(0)), (std::vector<JobId>{1}));
+  EXPECT_EQ(h.fake->CallsAt(0), (std::vector<JobId>{1, 2, 3}));  // j3 deferred by backfill
+  h.Push(j4);
+  const QueuePass p = h.Schedule(20);
+  EXPECT_EQ(h.fake->CallsAt(20), (std::vector<JobId>{3, 4}));  // today: only {4}
+  EXPECT_NE(std::find(p.started.begin(), p.started.end(), &j3), p.started.end());
+}
+
+}  // namespace
+}  // namespace tidal
