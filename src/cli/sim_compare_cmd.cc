@@ -41,9 +41,10 @@ int Run(const CompareArgs& a) {
   fmt::print("placement comparison {} ({} runs)\n{}", config->name, rows->size(), sim::CompareTable(*rows));
   fmt::print("targets (topo against the other placers, mean over seeds):\n");
   for (const auto& t : sim::CompareTargets(*rows)) {
-    fmt::print("  load {:g}: comm share {:.1f}% (lowest: {}), mean JCT {:.0f} s (lowest: {}), mean delay {:.0f} s vs best other {:.0f} s "
+    const bool by_load = t.contains("load");
+    fmt::print("  {} {:g}: comm share {:.1f}% (lowest: {}), mean JCT {:.0f} s (lowest: {}), mean delay {:.0f} s vs best other {:.0f} s "
                "({}) -> {}{}\n",
-               t["load"].get<double>(), 100 * t["topo_comm_share"].get<double>(), t["lowest_comm_share"].get<bool>() ? "yes" : "no",
+               by_load ? "load" : "time scale", by_load ? t["load"].get<double>() : t["time_scale"].get<double>(), 100 * t["topo_comm_share"].get<double>(), t["lowest_comm_share"].get<bool>() ? "yes" : "no",
                t["topo_jct_mean"].get<double>(), t["lowest_jct_mean"].get<bool>() ? "yes" : "no", t["topo_delay_mean"].get<double>(),
                t["best_other_delay_mean"].get<double>(), t["best_other_delay_by"].get<std::string>(),
                t["delay_no_worse_than_best_other"].get<bool>() ? "no worse" : "worse",

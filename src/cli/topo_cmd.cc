@@ -70,7 +70,7 @@ nlohmann::json ShowJson(const topo::Topology& t, topo::Format f) {
         e.first = x.link;
         ++e.second;
       }
-      lv["gpus_per_domain"] = {{"min", gmin}, {"max", gmax}};
+      if (t.gpus_known()) lv["gpus_per_domain"] = {{"min", gmin}, {"max", gmax}};
       if (LevelIndex(l) > LevelIndex(Level::kNode)) lv["hosts_per_domain"] = {{"min", hmin}, {"max", hmax}};
       if (nvlink > 0) lv["nvlink_domains"] = nvlink;
       if (rails > 0) lv["rails"] = rails;
@@ -103,7 +103,7 @@ nlohmann::json ShowJson(const topo::Topology& t, topo::Format f) {
                          {"level", std::string(LevelName(x.level))},
                          {"parent", x.parent == kNoDomain ? nlohmann::json(nullptr) : nlohmann::json(t.domain(x.parent).name)},
                          {"hosts", t.hosts_under(d)},
-                         {"gpus", t.gpus_under(d)},
+                         {"gpus", t.gpus_known() ? nlohmann::json(t.gpus_under(d)) : nlohmann::json(nullptr)},
                          {"link", LinkJson(x.link)}};
     if (x.nvlink) dj["nvlink"] = true;
     if (x.rails) dj["rails"] = x.rails;

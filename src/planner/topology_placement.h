@@ -8,8 +8,13 @@
 // consecutive ranks; a block's link is the worst neighbour-to-neighbour link
 // of its ring (bandwidth after uplink oversubscription, latency, hops, from
 // topo::Topology::Between); the placement's link at span k is the worst
-// block's. The NVLink span is the largest k whose every block lies in one
-// NVLink domain. Consecutive spans with the same link are merged.
+// block's. The NVLink span (Placement::gpus_per_domain, "every group up to
+// this span talks over NVLink") is the largest divisor k such that the blocks
+// of k and of every smaller divisor each lie in one NVLink domain: 24 GPUs
+// on three 8-GPU hosts give 2, since blocks of 3 already straddle hosts. The
+// divisors above it become network levels (not necessarily monotonic:
+// blocks of 4 may share a host where blocks of 3 did not), consecutive
+// equal ones merged; LinkFor then gives each divisor's own link.
 #pragma once
 
 #include <span>

@@ -282,6 +282,12 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
   // Entries already scanned under this reservation form a prefix (new jobs
   // are appended): start after it, walking back from the end so arrival-only
   // passes cost only the new jobs.
+  // A job deferred in an earlier pass is not blocked by capacity: its wait
+  // may be over without any release, so the scan starts again from the top.
+  if (deferred_in_backfill_) {
+    scanned_below_ = 0;
+    deferred_in_backfill_ = false;
+  }
   const auto first = std::next(waiting_.begin());
   auto it = first;
   if (it->seq < scanned_below_) {
@@ -318,6 +324,7 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
       }
       if (bound.error().code == ErrorCode::kDeferred) {
         deferred_[k] = 1;
+        deferred_in_backfill_ = true;
         ++it;
         continue;
       }

@@ -231,6 +231,7 @@ class JobQueue {
   // Shapes whose oldest job's placer deferred it in this pass.
   std::vector<uint8_t> deferred_;
   bool head_deferred_ = false;     // the head's placer deferred it this pass
+  bool deferred_in_backfill_ = false;  // a backfill candidate was deferred: rescan next pass
   int32_t largest_node_gpus_ = -1;  // computed once
   // Backfill candidates with seq < scanned_below_ were examined under the
   // current reservation and state-since-release.

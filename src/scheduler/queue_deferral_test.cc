@@ -233,13 +233,12 @@ TEST(QueueDeferral, RunTimesFromThePlacementSetEndsAndReservations) {
   EXPECT_EQ(h.queue->reservation_s(), 30);
 }
 
-// BUG: a job behind the head whose placer deferred it is not retried in a
-// later pass unless something is released: Backfill resumes after the
-// prefix it already scanned (scanned_below_), and a deferral is not a
-// "does not fit" that only a release can change. Here job 3 fits on n1 all
-// along; its placer stops deferring at 20, yet the pass at 20 (an arrival, no
-// release) only looks at the newcomer.
-TEST(QueueDeferral, DISABLED_DeferredJobBehindTheHeadIsRetriedWithoutARelease) {
+// A job behind the head whose placer deferred it is retried in later passes
+// without a release: a deferral is not a "does not fit" that only a release
+// can change, so Backfill rescans from the top after one. Job 3 fits on n1
+// all along; its placer stops deferring at 20, and the pass at 20 (an
+// arrival, no release) starts it.
+TEST(QueueDeferral, DeferredJobBehindTheHeadIsRetriedWithoutARelease) {
   Harness h(2);
   const Job j1 = MakeJob(1, 4, 100), j2 = MakeJob(2, 8, 10), j3 = MakeJob(3, 2, 10), j4 = MakeJob(4, 1, 1);
   h.fake->target = 3;

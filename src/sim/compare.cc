@@ -84,7 +84,8 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
       if (!doc[key]) continue;
       for (const auto& v : doc[key]) {
         const double x = v.as<double>();
-        if (!(x > 0 && x <= 1e6)) return MakeError(ErrorCode::kParse, "{}: {} value {} must be positive", where(v), key, x);
+        const double hi = std::string(key) == "loads" ? 100 : 1e6;
+        if (!(x > 0 && x <= hi)) return MakeError(ErrorCode::kParse, "{}: {} value {} must be in (0, {}]", where(v), key, x, hi);
         (std::string(key) == "loads" ? c.loads : c.time_scales).push_back(x);
       }
     }
@@ -208,7 +209,8 @@ nlohmann::json CompareTargets(const std::vector<CompareRow>& rows) {
       if (a.delay < best_delay) best_delay = a.delay, best_delay_by = p;
     }
     delay_ok = t.delay <= best_delay;
-    nlohmann::json j = {{"load", x},
+    const bool by_load = rows.front().load > 0;
+    nlohmann::json j = {{by_load ? "load" : "time_scale", x},
                         {"topo_comm_share", t.comm},
                         {"topo_jct_mean", t.jct},
                         {"topo_delay_mean", t.delay},

@@ -283,12 +283,11 @@ TEST(PlacementSim, MaxWaitDecidesWhetherAJobTakesASlowerPlacement) {
   EXPECT_EQ(Rec(Replay(WaitScenario(), o), 5).start_s, 10);
 }
 
-// BUG: a finite max_wait only ends at the next replay event. The job below
-// may wait 30 s (until 35) for a compact placement, but no event falls
-// between 10 and 100, so the deferred head is not retried when its wait runs
-// out and starts at 100 (compact) instead of at 35 on the spine: the replay
-// has no timer event for the end of a deferral.
-TEST(PlacementSim, DISABLED_FiniteMaxWaitEndsWhenTheWaitRunsOut) {
+// A finite max_wait ends on its own: the job below may wait 30 s (until 35)
+// for a compact placement; no other event falls between 10 and 100, so the
+// replay wakes the queue at 35 and it starts on the spine then (once the
+// replay had no such event and it started at 100).
+TEST(PlacementSim, FiniteMaxWaitEndsWhenTheWaitRunsOut) {
   auto o = Opts("topo");
   o.max_wait_s = 30;
   const QueueSimResult r = Replay(WaitScenario(), o);

@@ -215,10 +215,21 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   const int64_t progress_every = std::max<int64_t>(1, r.jobs_total / 100);
   int64_t next_progress = 0;
   std::vector<UnresolvableJob> rejected;
+  // A finite --max-wait ends without any event of its own: wake the queue
+  // when each multi-GPU job's wait runs out.
+  std::vector<int64_t> wakes;
+  if (cost && options.max_wait_s > 0) {
+    for (const Job& j : jobs)
+      if (j.num_gpu > 1) wakes.push_back(*j.submit_time_s + options.max_wait_s);
+    std::sort(wakes.begin(), wakes.end());
+  }
+  size_t next_wake = 0;
   while (next_arrival < jobs.size() || !finishes.empty()) {
     int64_t now = kNoReservation;
     if (next_arrival < jobs.size()) now = *jobs[next_arrival].submit_time_s;
     if (!finishes.empty()) now = std::min(now, finishes.top().first);
+    while (next_wake < wakes.size() && wakes[next_wake] <= prev) ++next_wake;
+    if (next_wake < wakes.size() && queue.waiting() > 0) now = std::min(now, wakes[next_wake]);
 
     const int64_t dt = now - prev;
     alloc_integral += alloc_now * dt;

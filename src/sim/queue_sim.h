@@ -136,7 +136,8 @@ struct QueueSimResult {
   // DESIGN.md: share of multi-GPU-job GPU-hours whose gang spans > 1 node /
   // > 1 leaf switch (the switch a host hangs from); GPU-time-weighted exposed
   // communication share and mean placement slowdown over modelled multi-GPU
-  // jobs. Negative: not measured (no topology / no multi-GPU job).
+  // jobs. Negative: not measured (locality_node: no multi-GPU job; the
+  // others also without a topology).
   double locality_node = -1;
   double locality_leaf = -1;
   double comm_share = -1;

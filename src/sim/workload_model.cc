@@ -155,6 +155,9 @@ std::optional<WorkloadModel::Resolved> WorkloadModel::Resolve(int gpus) const {
     s.sequence_parallel = tp > 1;
     s.precision = c->precision;
     if (tp * pp * s.dp != gpus) return std::nullopt;
+    // Layers that pp does not divide: lighter first and last stages, as
+    // Llama 3 405B runs on pp 16 (planner::SplitLayers).
+    if (pp > 1 && !planner::SplitLayers(m.layers, pp, s.first_stage_layers, s.last_stage_layers)) return std::nullopt;
     if (!planner::ValidateStrategy(m, s, gpus)) return std::nullopt;
     Resolved r{c, m, s};
     r.model.global_batch = s.GlobalBatch();

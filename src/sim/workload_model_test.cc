@@ -80,10 +80,9 @@ TEST(WorkloadModel, ResolveGivesExactLayouts) {
       {20, "llama2-13b", 4, 1, 5, 102},    {24, "llama2-13b", 8, 1, 3, 170},   {32, "llama2-13b", 8, 1, 4, 128},
       {36, "llama2-13b", 4, 1, 9, 56},     {64, "llama3-70b", 8, 4, 2, 512},   {72, "llama3-70b", 8, 1, 9, 113},
       {80, "llama3-70b", 8, 2, 5, 204},    {96, "llama3-70b", 8, 4, 3, 341},   {128, "llama3-70b", 8, 4, 4, 256},
-      // llama3-405b has 126 layers: pp 8 does not divide them and Resolve
-      // tries no uneven split, so the fallback (tp, 1) is what runs (see
-      // DISABLED_LargestClassKeepsItsPipeline).
-      {256, "llama3-405b", 8, 1, 32, 64},  {1024, "llama3-405b", 8, 1, 128, 16},
+      // llama3-405b has 126 layers: pp 8 runs with lighter first and last
+      // stages (15 + 6 x 16 + 15), see LargestClassKeepsItsPipeline.
+      {256, "llama3-405b", 8, 8, 4, 512},  {1024, "llama3-405b", 8, 8, 16, 128},
   };
   const WorkloadModel& wm = WorkloadModel::Default();
   for (const Layout& c : cases) {
@@ -115,12 +114,14 @@ TEST(WorkloadModel, ResolveGivesExactLayouts) {
 // divisible by 8 and Resolve neither tries an uneven first/last split
 // (planner::SplitLayers(126, 8) gives 15 + 6 x 16 + 15) nor another pp, so
 // every job of 256+ GPUs is modelled as tp 8 x pp 1 (dp 32 on 256 GPUs).
-TEST(WorkloadModel, DISABLED_LargestClassKeepsItsPipeline) {
+TEST(WorkloadModel, LargestClassKeepsItsPipeline) {
   auto r = WorkloadModel::Default().Resolve(256);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->strategy.tp, 8);
   EXPECT_EQ(r->strategy.pp, 8);
   EXPECT_EQ(r->strategy.dp, 4);
+  EXPECT_EQ(r->strategy.first_stage_layers, 15);
+  EXPECT_EQ(r->strategy.last_stage_layers, 15);
 }
 
 Result<WorkloadModel> P(const std::string& classes, const std::string& head = "version: 1\ngpu: h100\n") {
@@ -137,7 +138,7 @@ TEST(WorkloadModel, FallbacksAndOptions) {
             std::make_tuple(1, 1, 32, 1));  // 8 / 32 rounds to 0: at least one micro-batch
   EXPECT_FALSE(ra->strategy.sequence_parallel);
   EXPECT_EQ(ra->model.global_batch, 32);
-  // pp 3 does not divide llama3-70b's 80 layers: the fallback keeps tp and drops pp.
+  // pp 3 does not divide llama3-70b's 80 layers: an uneven split (26 + 27 + 27).
   auto b = P("  - {gpus: 24, model: llama3-70b, tp: 8, pp: 3, micro_batch: 2, global_batch: 60, zero_stage: 3, "
              "recompute: full, precision: fp8}\n");
   ASSERT_TRUE(b) << b.error().message;
@@ -146,9 +147,10 @@ TEST(WorkloadModel, FallbacksAndOptions) {
   auto rb = b->Resolve(24);
   ASSERT_TRUE(rb);
   EXPECT_EQ(std::tie(rb->strategy.tp, rb->strategy.pp, rb->strategy.dp, rb->strategy.grad_accum),
-            std::make_tuple(8, 1, 3, 10));  // 60 / (3 x 2)
+            std::make_tuple(8, 3, 1, 30));  // 60 / (1 x 2)
+  EXPECT_EQ(std::tie(rb->strategy.first_stage_layers, rb->strategy.last_stage_layers), std::make_tuple(26, 27));
   EXPECT_EQ(rb->strategy.micro_batch, 2);
-  EXPECT_EQ(rb->strategy.zero_stage, 3);
+  EXPECT_EQ(rb->strategy.zero_stage, 0);  // dp 1: nothing to shard over
   EXPECT_EQ(rb->strategy.recompute, planner::Recompute::kFull);
   EXPECT_EQ(rb->strategy.precision, planner::Precision::kFp8);
   EXPECT_EQ(rb->model.global_batch, 60);
