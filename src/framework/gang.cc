@@ -9,9 +9,10 @@ namespace tidal::gang {
 bool ShareFits(const ClusterState& c, const PodRequest& pod, NodeId n, int32_t gpus) {
   const int64_t total = pod.num_gpu();
   if (total <= 0) return false;
-  // The first node may also carry the rounding remainder (< one GPU's share).
-  const int64_t cpu = pod.cpu_milli() * gpus / total + (pod.cpu_milli() % total != 0);
-  const int64_t mem = pod.memory_mib() * gpus / total + (pod.memory_mib() % total != 0);
+  // A share with a fractional part may get one unit of the rounding
+  // remainder (Assemble); an exact share (e.g. the whole job) gets none.
+  const int64_t cpu = pod.cpu_milli() * gpus / total + (pod.cpu_milli() * gpus % total != 0);
+  const int64_t mem = pod.memory_mib() * gpus / total + (pod.memory_mib() * gpus % total != 0);
   return c.cpu_free(n) >= cpu && c.memory_free(n) >= mem;
 }
 
@@ -33,6 +34,22 @@ void Collect(const ClusterState& c, NodeId n, topo::DomainId d, std::vector<int3
     const int32_t local = t.domain(x).local_index;
     if (free[static_cast<size_t>(local)] == kMilliPerGpu) out.push_back(local);
   }
+}
+
+// The free GPUs under sub-node domain d that whole TP groups of `tp` can
+// use: inside NVLink groups no larger than the host, whole groups only.
+int32_t UsableIn(const ClusterState& c, topo::DomainId d, int32_t tp) {
+  const topo::Topology& t = c.topology();
+  const topo::Domain& x = t.domain(d);
+  if (x.level == topo::Level::kGpu) return FreeUnder(c, d);
+  if (x.nvlink && x.level != topo::Level::kNode) return t.gpus_under(d) >= tp ? FreeUnder(c, d) / tp * tp : FreeUnder(c, d);
+  int32_t sum = 0;
+  bool grouped = false;
+  for (topo::DomainId k : t.children(d)) {
+    grouped = grouped || t.level(k) != topo::Level::kGpu;
+    sum += UsableIn(c, k, tp);
+  }
+  return grouped ? sum : FreeUnder(c, d);
 }
 
 // Takes k GPUs under sub-domain d (best fit among children, then largest first).
@@ -71,14 +88,13 @@ bool Take(const ClusterState& c, NodeId n, topo::DomainId d, int32_t k, int32_t 
     if (f >= k && nv_ok && (best == topo::kNoDomain || f < FreeUnder(c, best))) best = x;
   }
   if (best != topo::kNoDomain) return Take(c, n, best, k, tp, prefer, out);
-  // Spread: largest children first; NVLink children give whole TP groups.
+  // Spread: largest children first; NVLink groups give whole TP groups.
   std::vector<topo::DomainId> order(kids.begin(), kids.end());
   std::stable_sort(order.begin(), order.end(), [&](topo::DomainId a, topo::DomainId b) { return FreeUnder(c, a) > FreeUnder(c, b); });
   int32_t need = k;
   for (topo::DomainId x : order) {
     if (need == 0) break;
-    int32_t f = std::min(need, FreeUnder(c, x));
-    if (tp > 1 && t.domain(x).nvlink) f = f / tp * tp;
+    const int32_t f = std::min(need, tp > 1 ? UsableIn(c, x, tp) : FreeUnder(c, x));
     if (f <= 0) continue;
     if (!Take(c, n, x, f, tp, prefer, out)) return false;
     need -= f;
@@ -97,16 +113,19 @@ int32_t UsableGpus(const ClusterState& c, NodeId n, int32_t tp) {
   const topo::DomainId nv = t.NvlinkDomain(t.host_gpu(h, 0));
   if (nv != host && t.Contains(nv, host)) return free;          // NVLink spans hosts (NVL72): groups may too
   if (nv == host) return tp <= c.gpu_count(n) ? free / tp * tp : free;
-  // Sub-node NVLink groups (bridged pairs): whole groups inside each.
-  int32_t usable = 0;
+  // Sub-node NVLink groups (bridged pairs): whole groups inside each — when
+  // a group can hold one at all; a TP group larger than every NVLink group
+  // cannot stay on NVLink anyway (the slowdown model charges for it).
+  int32_t usable = 0, largest = 0;
   bool any = false;
   for (topo::DomainId d = host + 1; d < t.subtree_end(host); ++d) {
     if (t.level(d) == topo::Level::kGpu || !t.domain(d).nvlink) continue;
     if (t.parent(d) != host && t.domain(t.parent(d)).nvlink) continue;  // counted with its NVLink parent
     any = true;
+    largest = std::max(largest, t.gpus_under(d));
     usable += c.domain_free_gpus(d) / tp * tp;
   }
-  return any ? usable : free;  // PCIe-only hosts: no NVLink to keep groups in
+  return any && tp <= largest ? usable : free;  // PCIe-only hosts: no NVLink to keep groups in
 }
 
 std::vector<int32_t> PickDevices(const ClusterState& c, NodeId n, int32_t k, int32_t tp, std::span<const int32_t> prefer) {
@@ -142,11 +161,21 @@ std::optional<Placement> Assemble(const ClusterState& c, const PodRequest& pod, 
     p.assignments.push_back(std::move(a));
   }
   if (p.assignments.empty()) return std::nullopt;
-  p.assignments.front().cpu_milli += pod.cpu_milli() - cpu;
-  p.assignments.front().memory_mib += pod.memory_mib() - mem;
   for (const auto& a : p.assignments) {
     if (a.cpu_milli > c.cpu_free(a.node) || a.memory_mib > c.memory_free(a.node)) return std::nullopt;
   }
+  // The rounding remainder: one unit each to the nodes whose share has a
+  // fractional part, in order (there are at least as many such nodes as
+  // units, and ShareFits checked each has room for one more).
+  int64_t rest_cpu = pod.cpu_milli() - cpu, rest_mem = pod.memory_mib() - mem;
+  for (size_t i = 0; i < p.assignments.size(); ++i) {
+    auto& a = p.assignments[i];
+    const auto take = static_cast<int64_t>(pieces[i].devices.size());
+    if (rest_cpu > 0 && pod.cpu_milli() * take % total != 0) ++a.cpu_milli, --rest_cpu;
+    if (rest_mem > 0 && pod.memory_mib() * take % total != 0) ++a.memory_mib, --rest_mem;
+    if (a.cpu_milli > c.cpu_free(a.node) || a.memory_mib > c.memory_free(a.node)) return std::nullopt;
+  }
+  if (rest_cpu != 0 || rest_mem != 0) return std::nullopt;  // cannot happen: kept as a guard
   return p;
 }
 

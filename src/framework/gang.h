@@ -19,8 +19,9 @@ struct Piece {
   std::vector<int32_t> devices;
 };
 
-// CPU and memory are shared out in proportion to the GPUs on each node (the
-// rounding remainder on the first); does `gpus` GPUs' share fit on node n?
+// CPU and memory are shared out in proportion to the GPUs on each node, the
+// rounding remainder one unit each to the nodes whose share is fractional
+// (see Assemble); does `gpus` GPUs' share, with that unit, fit on node n?
 bool ShareFits(const ClusterState& c, const PodRequest& pod, NodeId n, int32_t gpus);
 
 // Can node n host `gpus` whole GPUs of this request now (model, free whole
@@ -41,7 +42,8 @@ int32_t UsableGpus(const ClusterState& c, NodeId n, int32_t tp);
 std::vector<int32_t> PickDevices(const ClusterState& c, NodeId n, int32_t k, int32_t tp = 0,
                                  std::span<const int32_t> prefer = {});
 
-// The placement of `pieces` with CPU and memory shared in proportion;
+// The placement of `pieces` with CPU and memory shared in proportion, the
+// remainder one unit each to the first nodes whose share is fractional;
 // nullopt if some node lacks the CPU or memory for its share.
 std::optional<Placement> Assemble(const ClusterState& c, const PodRequest& pod, std::span<const Piece> pieces);
 

@@ -203,7 +203,9 @@ root:
   w.HoldFirst("g3", 4);  // big: 20 free, small: 16 (the tighter leaf)
   TopoPlace topo;
   EXPECT_EQ(w.Place(topo, w.NewJob(16)), "g1:0-7 g2:0-7");
-  EXPECT_EQ(w.Place(topo, w.NewJob(2)), "p1:0-1");
+  // One host: the largest hosts first, tightest there (g3 has 4 free), so
+  // the 2-GPU hosts stay free for the small jobs only they can take.
+  EXPECT_EQ(w.Place(topo, w.NewJob(2)), "g3:4-5");
 }
 
 TEST(TopoPlaceTest, TensorParallelGroupsStayInsideNvlinkPairs) {
@@ -233,7 +235,7 @@ TEST(TopoPlaceTest, TensorParallelGroupsStayInsideNvlinkPairs) {
 // give in whole TP groups. With 3 and 7 taken, a 4-GPU job with tp_group 2
 // asks numa0 for 3, gets one whole pair, fails, and falls back to the first
 // free GPUs 0,1,2,4, splitting the pairs; UsableGpus counted 4 (0-1, 4-5).
-TEST(TopoPlaceTest, DISABLED_TensorParallelPairsStayWholeInsideNumaGroups) {
+TEST(TopoPlaceTest, TensorParallelPairsStayWholeInsideNumaGroups) {
   World w(R"(version: 1
 host_types:
   roce8:
@@ -261,7 +263,7 @@ root: {level: leaf, name: leaf1, hosts: [h1], host_type: roce8}
 // (roce-2tier-oversubscribed.yaml) topo never places a job with tp_group > 2,
 // e.g. a 16-GPU job, which sim's default workload model gives tp 8: it stays
 // unschedulable on an empty cluster and the queue drops it as never fitting.
-TEST(TopoPlaceTest, DISABLED_TensorParallelGroupsLargerThanTheNvlinkPairsStillPlace) {
+TEST(TopoPlaceTest, TensorParallelGroupsLargerThanTheNvlinkPairsStillPlace) {
   World w(kBridgeLeaf, Hosts({"h1", "h2"}));
   Job& eight = w.NewJob(8);
   eight.tp_group = 4;
@@ -308,9 +310,9 @@ TEST(TopoPlaceTest, SingleNodeJobsNeverSpanHosts) {
   for (const auto& name : testing::TopologyPlacers()) {
     EXPECT_EQ(w.Place(name, w.NewJob(8, /*single_node=*/true)), "") << name;
     EXPECT_EQ(w.Place(name, w.NewJob(4, true)), "a1:4-7") << name;
-    // A gang of 8 may span; slurm-tree and hived ask for it as one node
-    // (-N1 --gres=gpu:8, one pod) because it would fit on one.
-    const bool one_node = name == "slurm-tree" || name == "hived";
+    // A gang of 8 may span; slurm-tree, hived and kueue-tas ask for it as one
+    // node (-N1 --gres=gpu:8, one pod, required hostname) because it would fit on one.
+    const bool one_node = name == "slurm-tree" || name == "hived" || name == "kueue-tas";
     EXPECT_EQ(w.Place(name, w.NewJob(8, /*single_node=*/false)), one_node ? "" : "a1:4-7 a2:4-7") << name;
   }
 }

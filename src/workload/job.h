@@ -41,6 +41,9 @@ struct Job {
   // Topology constraints, as users write them (Slurm --switches, Kueue's
   // podset-required/preferred-topology): the gang must fit in one domain of
   // `topo_required`, or should (falling back upwards) for `topo_preferred`.
+  // Honoured by the placers whose peers have them (topo, kueue-tas); the
+  // baselines first-fit, slurm-tree, hived and random place as their peers
+  // do without such a request.
   std::optional<topo::Level> topo_required;
   std::optional<topo::Level> topo_preferred;
   // Wait up to this long (from submission) for a placement at most

@@ -132,11 +132,20 @@ std::optional<Placement> KueueTasPlace::PlaceGang(const CycleContext& ctx, const
   std::vector<std::pair<DomainId, int32_t>> take;  // host, pods
   {
     std::vector<DomainId> cur = selected;
-    while (!cur.empty() && t.level(cur.front()) != Level::kNode) {
+    auto all_hosts = [&] {
+      return std::all_of(cur.begin(), cur.end(), [&](DomainId d) { return t.level(d) == Level::kNode; });
+    };
+    while (!cur.empty() && !all_hosts()) {
+      // A host beside switches (mixed depths) stays in the pool as it is.
       std::vector<DomainId> pool;
-      for (DomainId d : cur)
+      for (DomainId d : cur) {
+        if (t.level(d) == Level::kNode) {
+          pool.push_back(d);
+          continue;
+        }
         for (DomainId k : t.children(d))
           if (capacity(k) > 0) pool.push_back(k);
+      }
       pool = sorted(std::move(pool));
       std::vector<DomainId> next;
       int32_t r = n;
