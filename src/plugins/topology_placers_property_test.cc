@@ -75,7 +75,7 @@ TEST(AllPlacersTest, CpuAndMemoryInProportionWithTheRemainderOnTheFirstNode) {
       {"topo", {"a1:0-7 a2:0-3", {6669, 3334}, {668, 333}}},
       {"first-fit", {"a1:0-7 a2:0-3", {6669, 3334}, {668, 333}}},
       {"slurm-tree", {"a1:0-5 a2:0-5", {5002, 5001}, {501, 500}}},
-      {"kueue-tas", {"a1:0-7 a2:0-3", {6669, 3334}, {668, 333}}},
+      {"kueue-tas", {"a1:0-5 a2:0-5", {5002, 5001}, {501, 500}}},  // 2 pods of 6
       {"hived", {"a1:0-3 a2:0-7", {3335, 6668}, {334, 667}}},
   };
   for (const auto& name : testing::TopologyPlacers()) {
@@ -179,13 +179,17 @@ root:
                        host);
   };
   {
-    World w(yaml("s1"), {{"a1", 4}, {"a2", 4}, {"s1", 8}});  // (a): leaf1 sorts before s1
-    EXPECT_EQ(w.Place("kueue-tas", w.NewJob(12)), "s1:0-7 a1:0-3");
-    EXPECT_EQ(w.Place("kueue-tas", w.NewJob(16)), "s1:0-7 a1:0-3 a2:0-3");
+    // 24 GPUs: 3 pods of 8; leaf1 holds 2, so the spine: leaf1 and s1 pooled,
+    // then s1 (a host) stays in the pool beside leaf1's hosts.
+    World w(yaml("s1"), {{"a1", 8}, {"a2", 8}, {"s1", 8}});
+    EXPECT_EQ(w.Place("kueue-tas", w.NewJob(24)), "a1:0-7 a2:0-7 s1:0-7");
   }
   {
-    World w(yaml("c1"), {{"c1", 8}, {"a1", 4}, {"a2", 4}});  // (b): c1 sorts before leaf1
-    EXPECT_EQ(w.Place("kueue-tas", w.NewJob(12)), "c1:0-7 a1:0-3");
+    // 16 GPUs: 2 pods of 8 with a2 taken: leaf1 and c1 hold 1 each; c1 sorts
+    // first (by name) and is carried while leaf1 is opened.
+    World w(yaml("c1"), {{"c1", 8}, {"a1", 8}, {"a2", 8}});
+    w.HoldFirst("a2", 8);
+    EXPECT_EQ(w.Place("kueue-tas", w.NewJob(16)), "a1:0-7 c1:0-7");
   }
 }
 

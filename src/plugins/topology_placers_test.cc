@@ -563,7 +563,8 @@ root:
           Hosts({"a1", "a2", "a3", "b1", "b2", "b3"}));
   w.HoldFirst("a3", 3);  // leaf1 21 free, leaf2 24
   KueueTasPlace kq;
-  EXPECT_EQ(w.Place(kq, w.NewJob(12)), "a1:0-7 a3:3-6");
+  // Pods of 6 (12 GPUs on 8-GPU hosts): leaf1 holds 2 (a3 has 5 free), the tighter leaf.
+  EXPECT_EQ(w.Place(kq, w.NewJob(12)), "a1:0-5 a2:0-5");
   EXPECT_EQ(w.Place(kq, w.NewJob(22)), "b1:0-7 b2:0-7 b3:0-5");
   Job& req = w.NewJob(25);
   req.topo_required = topo::Level::kLeaf;
@@ -583,15 +584,16 @@ root:
   w.HoldFirst("a1", 2);
   w.HoldFirst("a2", 2);
   KueueTasPlace kq;
-  // No leaf holds 20: up to the spine; the hosts of both leaves in one pool,
-  // largest first.
-  EXPECT_EQ(w.Place(kq, w.NewJob(20)), "b1:0-7 a1:2-7 a2:2-7");
-  Job& req = w.NewJob(20);
+  // 18 GPUs are 3 pods of 6: no leaf holds 3 (leaf1 2, leaf2 1), so up to
+  // the spine; the hosts of both leaves in one pool, by capacity then name.
+  EXPECT_EQ(w.Place(kq, w.NewJob(18)), "a1:2-7 a2:2-7 b1:0-5");
+  Job& req = w.NewJob(18);
   req.topo_required = topo::Level::kLeaf;
   EXPECT_EQ(w.Place(kq, req), "");
+  // 14 GPUs are 2 pods of 7: only b1 has 7 free, so not even the spine holds them.
   Job& pref = w.NewJob(14);
   pref.topo_preferred = topo::Level::kLeaf;
-  EXPECT_EQ(w.Place(kq, pref), "b1:0-7 a1:2-7");
+  EXPECT_EQ(w.Place(kq, pref), "");
   Job& fits = w.NewJob(12);
   fits.topo_required = topo::Level::kLeaf;
   EXPECT_EQ(w.Place(kq, fits), "a1:2-7 a2:2-7");

@@ -20,13 +20,21 @@ std::optional<Placement> KueueTasPlace::PlaceGang(const CycleContext& ctx, const
   const topo::Topology& t = c.topology();
   const Job& job = *pod.job;
 
-  // Capacity (1-GPU pods that fit) per host, summed up the tree.
+  // The pod set a training operator creates: one pod if the job fits on a
+  // host, else the fewest pods of at most the largest host's GPUs, all the
+  // same size (a 12-GPU job on 8-GPU hosts: 2 pods of 6). Capacity counts
+  // such pods per host, summed up the tree.
+  int32_t largest = 0;
+  for (NodeId node = 0; node < c.num_nodes(); ++node) largest = std::max(largest, c.gpu_count(node));
+  if (largest == 0) return std::nullopt;
+  const int32_t npods = n <= largest ? 1 : (n + largest - 1) / largest;
+  const int32_t per = (n + npods - 1) / npods;  // GPUs per pod (the last may be short)
   std::unordered_map<DomainId, int32_t> cap;
   for (int32_t h = 0; h < t.num_hosts(); ++h) {
     const NodeId node = c.node_of_host(h);
     if (c.gpu_count(node) == 0 || !pod.gpu_spec.Allows(c.gpu_model(node))) continue;
-    int32_t pods = c.free_whole_gpus(node);
-    while (pods > 0 && !gang::ShareFits(c, pod, node, pods)) --pods;
+    int32_t pods = c.free_whole_gpus(node) / per;
+    while (pods > 0 && !gang::ShareFits(c, pod, node, std::min(n, pods * per))) --pods;
     if (pods <= 0) continue;
     for (DomainId d = t.host(h); d != topo::kNoDomain; d = t.parent(d)) cap[d] += pods;
   }
@@ -76,8 +84,6 @@ std::optional<Placement> KueueTasPlace::PlaceGang(const CycleContext& ctx, const
     // As a careful user annotates a training job: required
     // kubernetes.io/hostname when it fits on one host (as Slurm users ask
     // -N1), else preferred at the lowest level above the host.
-    int32_t largest = 0;
-    for (NodeId node = 0; node < c.num_nodes(); ++node) largest = std::max(largest, c.gpu_count(node));
     if (n <= largest || levels.size() < 2) {
       required = true;
       want = Level::kNode;
@@ -99,17 +105,17 @@ std::optional<Placement> KueueTasPlace::PlaceGang(const CycleContext& ctx, const
     std::vector<DomainId> ds(t.domains_at(levels[static_cast<size_t>(level)]).begin(),
                              t.domains_at(levels[static_cast<size_t>(level)]).end());
     ds = sorted(std::move(ds));
-    if (!ds.empty() && capacity(ds.front()) >= n) {
+    if (!ds.empty() && capacity(ds.front()) >= npods) {
       DomainId best = ds.front();
       for (DomainId d : ds)
-        if (capacity(d) >= n && capacity(d) < capacity(best)) best = d;
+        if (capacity(d) >= npods && capacity(d) < capacity(best)) best = d;
       selected = {best};
       break;
     }
     if (required) return std::nullopt;
     if (level == 0) {
       // Top level: several domains, greedily; the last one best-fit among the rest.
-      int32_t rem = n;
+      int32_t rem = npods;
       for (size_t i = 0; i < ds.size() && rem > 0; ++i) {
         DomainId fin = topo::kNoDomain;
         for (size_t j = i; j < ds.size(); ++j)
@@ -129,7 +135,7 @@ std::optional<Placement> KueueTasPlace::PlaceGang(const CycleContext& ctx, const
   if (selected.empty()) return std::nullopt;
   // Downwards: the children of every selected domain in one pool, sorted,
   // taken greedily, finishing with the tightest child that completes it.
-  std::vector<std::pair<DomainId, int32_t>> take;  // host, pods
+  std::vector<std::pair<DomainId, int32_t>> take;  // host, GPUs
   {
     std::vector<DomainId> cur = selected;
     auto all_hosts = [&] {
@@ -148,7 +154,7 @@ std::optional<Placement> KueueTasPlace::PlaceGang(const CycleContext& ctx, const
       }
       pool = sorted(std::move(pool));
       std::vector<DomainId> next;
-      int32_t r = n;
+      int32_t r = npods;
       for (size_t i = 0; i < pool.size() && r > 0; ++i) {
         DomainId fin = topo::kNoDomain;
         for (size_t j = i; j < pool.size(); ++j)
@@ -164,18 +170,21 @@ std::optional<Placement> KueueTasPlace::PlaceGang(const CycleContext& ctx, const
       if (r > 0) return std::nullopt;
       cur = std::move(next);
     }
-    int32_t r = n;
+    int32_t r = npods, gpus_left = n;
     for (DomainId h : cur) {
       const int32_t k = std::min(r, capacity(h));
-      if (k > 0) take.push_back({h, k});
+      if (k <= 0) continue;
+      const int32_t g = std::min(gpus_left, k * per);
+      take.push_back({h, g});
       r -= k;
+      gpus_left -= g;
     }
-    if (r > 0) return std::nullopt;
+    if (r > 0 || gpus_left != 0) return std::nullopt;
   }
   std::vector<gang::Piece> pieces;
-  for (const auto& [host, pods] : take) {
+  for (const auto& [host, gpus] : take) {
     const NodeId node = c.node_of_host(t.host_index(host));
-    auto devs = gang::PickDevices(c, node, pods);
+    auto devs = gang::PickDevices(c, node, gpus);
     if (devs.empty()) return std::nullopt;
     pieces.push_back({node, std::move(devs)});
   }

@@ -1,8 +1,10 @@
 // Kueue Topology Aware Scheduling ("kueue-tas"), after kubernetes-sigs/kueue
 // pkg/cache/scheduler/tas_flavor_snapshot.go (findTopologyAssignment,
 // findLevelWithFitDomains, updateCountsToMinimumGeneric; BestFit profile,
-// the default for required and preferred pod sets since v0.15). A job is a
-// pod set of 1-GPU pods, so a domain's capacity is the GPUs it can give.
+// the default for required and preferred pod sets since v0.15). A job is the
+// pod set a training operator creates — one pod if it fits on a host, else
+// the fewest equal pods of at most a host's GPUs — so a domain's capacity is
+// the pods of that size it can hold.
 //  1. The requested level: Job::topo_required, else Job::topo_preferred,
 //     else as a careful user annotates a training job: required
 //     kubernetes.io/hostname when it fits on one host (preferred would let

@@ -110,7 +110,11 @@ Result<HostLayout> ReadHostType(const Ctx& c, const YAML::Node& n) {
       if (g["name"]) { TIDAL_ASSIGN_OR_RETURN(G.name, Get<std::string>(c, g["name"], "name")); }
       if (g["nvlink"]) { TIDAL_ASSIGN_OR_RETURN(G.nvlink, Get<bool>(c, g["nvlink"], "nvlink")); }
       if (G.level == Level::kNvlink) G.nvlink = true;
-      if (g["link"]) { TIDAL_ASSIGN_OR_RETURN(G.link, ReadLink(c, g["link"], {})); }
+      if (g["link"]) {
+        TIDAL_ASSIGN_OR_RETURN(G.link, ReadLink(c, g["link"], {}));
+      } else if (auto it = c.links.find(G.level); it != c.links.end()) {
+        G.link = it->second;  // the document's `links:` default for the group's level
+      }
       if (!g["gpus"]) return MakeError(ErrorCode::kParse, "{}: a GPU group needs gpus: [indices]", Where(c, g));
       TIDAL_ASSIGN_OR_RETURN(G.gpus, Get<std::vector<int>>(c, g["gpus"], "gpus"));
       L.groups.push_back(std::move(G));
