@@ -147,6 +147,28 @@ std::vector<int32_t> PickDevices(const ClusterState& c, NodeId n, int32_t k, int
   return out;
 }
 
+std::optional<Placement> GatherInOrder(const ClusterState& c, const PodRequest& pod, std::span<const NodeId> order) {
+  std::vector<Piece> pieces;
+  int32_t need = pod.num_gpu();
+  for (NodeId node : order) {
+    if (need == 0) break;
+    if (c.gpu_count(node) == 0 || !pod.gpu_spec.Allows(c.gpu_model(node))) continue;
+    int32_t take = std::min(need, c.free_whole_gpus(node));
+    while (take > 0 && !ShareFits(c, pod, node, take)) --take;
+    if (take <= 0) continue;
+    pieces.push_back({node, PickDevices(c, node, take)});
+    need -= take;
+  }
+  if (need != 0) return std::nullopt;
+  return Assemble(c, pod, pieces);
+}
+
+int32_t LargestNodeGpus(const ClusterState& c) {
+  int32_t largest = 0;
+  for (NodeId node = 0; node < c.num_nodes(); ++node) largest = std::max(largest, c.gpu_count(node));
+  return largest;
+}
+
 std::optional<Placement> Assemble(const ClusterState& c, const PodRequest& pod, std::span<const Piece> pieces) {
   Placement p;
   int64_t cpu = 0, mem = 0;

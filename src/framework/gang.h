@@ -42,6 +42,15 @@ int32_t UsableGpus(const ClusterState& c, NodeId n, int32_t tp);
 std::vector<int32_t> PickDevices(const ClusterState& c, NodeId n, int32_t k, int32_t tp = 0,
                                  std::span<const int32_t> prefer = {});
 
+// Gathers the job's GPUs from nodes in the given order, each node giving its
+// free whole GPUs (as many as its CPU/memory share allows) until the job has
+// them all; nullopt if the nodes do not add up. The topology-oblivious gang
+// step of first-fit, random and topo without a topology.
+std::optional<Placement> GatherInOrder(const ClusterState& c, const PodRequest& pod, std::span<const NodeId> order);
+
+// The largest GPU count of any node (0 without GPUs).
+int32_t LargestNodeGpus(const ClusterState& c);
+
 // The placement of `pieces` with CPU and memory shared in proportion, the
 // remainder one unit each to the first nodes whose share is fractional;
 // nullopt if some node lacks the CPU or memory for its share.

@@ -18,18 +18,9 @@ std::optional<Placement> FirstFitPlace::PlaceGang(const CycleContext& ctx, const
     if (auto p = gang::Assemble(c, pod, std::span<const gang::Piece>(&piece, 1))) return p;
   }
   if (pod.job->single_node) return std::nullopt;
-  std::vector<gang::Piece> pieces;
-  int32_t need = n;
-  for (NodeId node = 0; node < c.num_nodes() && need > 0; ++node) {
-    if (c.gpu_count(node) == 0 || !pod.gpu_spec.Allows(c.gpu_model(node))) continue;
-    int32_t take = std::min(need, c.free_whole_gpus(node));
-    while (take > 0 && !gang::ShareFits(c, pod, node, take)) --take;
-    if (take <= 0) continue;
-    pieces.push_back({node, gang::PickDevices(c, node, take)});
-    need -= take;
-  }
-  if (need != 0) return std::nullopt;
-  return gang::Assemble(c, pod, pieces);
+  std::vector<NodeId> order(static_cast<size_t>(c.num_nodes()));
+  for (NodeId node = 0; node < c.num_nodes(); ++node) order[static_cast<size_t>(node)] = node;
+  return gang::GatherInOrder(c, pod, order);
 }
 
 }  // namespace tidal::plugins

@@ -11,8 +11,7 @@ std::optional<Placement> HivedPlace::PlaceGang(const CycleContext& ctx, const Po
   const int32_t n = pod.num_gpu();
   if (n <= 0 || pod.gpu_milli() != kMilliPerGpu || !c.has_topology()) return std::nullopt;
   const topo::Topology& t = c.topology();
-  int32_t largest = 0;
-  for (NodeId node = 0; node < c.num_nodes(); ++node) largest = std::max(largest, c.gpu_count(node));
+  const int32_t largest = gang::LargestNodeGpus(c);
   if (largest == 0 || (pod.job->single_node && n > largest)) return std::nullopt;
   // 1. Pods, ascending.
   std::vector<int32_t> pods;

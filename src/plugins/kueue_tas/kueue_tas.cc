@@ -24,8 +24,7 @@ std::optional<Placement> KueueTasPlace::PlaceGang(const CycleContext& ctx, const
   // host, else the fewest pods of at most the largest host's GPUs, all the
   // same size (a 12-GPU job on 8-GPU hosts: 2 pods of 6). Capacity counts
   // such pods per host, summed up the tree.
-  int32_t largest = 0;
-  for (NodeId node = 0; node < c.num_nodes(); ++node) largest = std::max(largest, c.gpu_count(node));
+  const int32_t largest = gang::LargestNodeGpus(c);
   if (largest == 0) return std::nullopt;
   const int32_t npods = n <= largest ? 1 : (n + largest - 1) / largest;
   const int32_t per = (n + npods - 1) / npods;  // GPUs per pod (the last may be short)

@@ -20,18 +20,7 @@ std::optional<Placement> RandomGangPlace::PlaceGang(const CycleContext& ctx, con
   if (available < n) return std::nullopt;
   // Fisher-Yates with the cycle's Rng.
   for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[ctx.rng.Uniform(i)]);
-  std::vector<gang::Piece> pieces;
-  int32_t need = n;
-  for (NodeId node : order_) {
-    if (need == 0) break;
-    int32_t take = std::min(need, c.free_whole_gpus(node));
-    while (take > 0 && !gang::ShareFits(c, pod, node, take)) --take;
-    if (take <= 0) continue;
-    pieces.push_back({node, gang::PickDevices(c, node, take)});
-    need -= take;
-  }
-  if (need != 0) return std::nullopt;
-  return gang::Assemble(c, pod, pieces);
+  return gang::GatherInOrder(c, pod, order_);
 }
 
 }  // namespace tidal::plugins

@@ -26,8 +26,7 @@ std::optional<Placement> SlurmTreePlace::PlaceGang(const CycleContext& ctx, cons
   // `-N1 --gres=gpu:n`; a larger one `-N k --gres=gpu:per` with k the fewest
   // nodes of the largest size and per = ceil(n / k) (the last node's share
   // may be smaller). Slurm then needs k nodes with `per` free GPUs each.
-  int32_t largest = 0;
-  for (NodeId node = 0; node < c.num_nodes(); ++node) largest = std::max(largest, c.gpu_count(node));
+  const int32_t largest = gang::LargestNodeGpus(c);
   if (largest == 0) return std::nullopt;
   if (pod.job->single_node && n > largest) return std::nullopt;
   const int32_t k = n <= largest ? 1 : (n + largest - 1) / largest;

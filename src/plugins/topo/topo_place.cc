@@ -175,18 +175,7 @@ std::optional<Placement> TopoPlace::Flat(const CycleContext& ctx, const PodReque
   for (NodeId node = 0; node < c.num_nodes(); ++node)
     if (c.free_whole_gpus(node) > 0 && pod.gpu_spec.Allows(c.gpu_model(node))) order.push_back(node);
   std::stable_sort(order.begin(), order.end(), [&](NodeId a, NodeId b) { return c.free_whole_gpus(a) > c.free_whole_gpus(b); });
-  std::vector<gang::Piece> pieces;
-  int32_t need = n;
-  for (NodeId node : order) {
-    if (need == 0) break;
-    int32_t take = std::min(need, c.free_whole_gpus(node));
-    while (take > 0 && !gang::ShareFits(c, pod, node, take)) --take;
-    if (take <= 0) continue;
-    pieces.push_back({node, gang::PickDevices(c, node, take)});
-    need -= take;
-  }
-  if (need != 0) return std::nullopt;
-  return gang::Assemble(c, pod, pieces);
+  return gang::GatherInOrder(c, pod, order);
 }
 
 std::optional<Placement> TopoPlace::PlaceGang(const CycleContext& ctx, const PodRequest& pod) {
