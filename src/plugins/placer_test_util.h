@@ -63,6 +63,17 @@ struct Host {
   int64_t mem = 262144;
 };
 
+// spine -> leaf1 {a1, a2}, leaf2 {b1, b2}: 8-GPU hosts.
+constexpr std::string_view kTwoLeaves = R"(version: 1
+root:
+  level: spine
+  name: spine
+  children:
+    - {level: leaf, name: leaf1, hosts: [a1, a2]}
+    - {level: leaf, name: leaf2, hosts: [b1, b2]}
+)";
+inline const std::vector<Host> kTwoLeavesHosts = {{"a1"}, {"a2"}, {"b1"}, {"b2"}};
+
 // The topology placers, as the registry builds them (one profile each).
 inline std::vector<std::string> TopologyPlacers() {
   std::vector<std::string> v;

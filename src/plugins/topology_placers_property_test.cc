@@ -23,15 +23,8 @@ using testing::Host;
 using testing::Show;
 using testing::World;
 
-constexpr std::string_view kTwoLeaves = R"(version: 1
-root:
-  level: spine
-  name: spine
-  children:
-    - {level: leaf, name: leaf1, hosts: [a1, a2]}
-    - {level: leaf, name: leaf2, hosts: [b1, b2]}
-)";
-const std::vector<Host> kTwoLeavesHosts = {{"a1"}, {"a2"}, {"b1"}, {"b2"}};
+using testing::kTwoLeaves;
+using testing::kTwoLeavesHosts;
 
 constexpr std::string_view kOneLeaf = R"(version: 1
 root: {level: leaf, name: leaf1, hosts: "n[1-4]"}

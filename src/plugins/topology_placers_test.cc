@@ -23,16 +23,8 @@ using testing::FakeCost;
 using testing::Host;
 using testing::World;
 
-// spine -> leaf1 {a1, a2}, leaf2 {b1, b2}.
-constexpr std::string_view kTwoLeaves = R"(version: 1
-root:
-  level: spine
-  name: spine
-  children:
-    - {level: leaf, name: leaf1, hosts: [a1, a2]}
-    - {level: leaf, name: leaf2, hosts: [b1, b2]}
-)";
-const std::vector<Host> kTwoLeavesHosts = {{"a1"}, {"a2"}, {"b1"}, {"b2"}};
+using testing::kTwoLeaves;
+using testing::kTwoLeavesHosts;
 
 // spine -> leaf1 {a1, a2}, leaf2 {b1, b2, b3}.
 constexpr std::string_view kTwoThree = R"(version: 1

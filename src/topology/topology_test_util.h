@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "common/csv.h"
+#include "common/rng.h"
 #include "topology/hostlist.h"
 #include "topology/topology.h"
 
@@ -74,6 +75,23 @@ inline bool HasNote(const Topology& t, const std::string& part) {
   for (const auto& n : t.notes())
     if (n.find(part) != std::string::npos) return true;
   return false;
+}
+
+// One seeded damage of `s` for robustness tests: up to `max_edits` edits,
+// each a byte from `alphabet` written over, a cut, a run of up to `max_copy`
+// bytes doubled, or up to `max_erase` bytes erased.
+inline std::string Damage(std::string s, Rng& rng, std::string_view alphabet, int max_edits, size_t max_copy, size_t max_erase) {
+  const int edits = 1 + static_cast<int>(rng.Uniform(static_cast<uint64_t>(max_edits)));
+  for (int e = 0; e < edits && !s.empty(); ++e) {
+    const size_t pos = rng.Uniform(s.size());
+    switch (rng.Uniform(4)) {
+      case 0: s[pos] = alphabet[rng.Uniform(alphabet.size())]; break;
+      case 1: s.resize(pos); break;
+      case 2: s.insert(pos, s.substr(pos, rng.Uniform(max_copy))); break;
+      default: s.erase(pos, rng.Uniform(max_erase)); break;
+    }
+  }
+  return s;
 }
 
 }  // namespace tidal::topo::testing

@@ -535,24 +535,7 @@ TEST(K8sLabels, MutationsNeverCrash) {
   int ok = 0, failed = 0;
   for (int iter = 0; iter < 2000; ++iter) {
     std::string s = bases[rng.Uniform(bases.size())];
-    const int edits = 1 + static_cast<int>(rng.Uniform(5));
-    for (int e = 0; e < edits && !s.empty(); ++e) {
-      const size_t pos = rng.Uniform(s.size());
-      switch (rng.Uniform(4)) {
-        case 0:
-          s[pos] = alphabet[rng.Uniform(alphabet.size())];
-          break;
-        case 1:
-          s.resize(pos);
-          break;
-        case 2:
-          s.insert(pos, s.substr(pos, rng.Uniform(60)));
-          break;
-        default:
-          s.erase(pos, rng.Uniform(30));
-          break;
-      }
-    }
+    s = testing::Damage(std::move(s), rng, alphabet, 5, 60, 30);
     auto t = ReadK8sNodeLabels(s, "fuzz.in");
     if (t) {
       ++ok;

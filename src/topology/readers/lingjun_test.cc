@@ -8,6 +8,7 @@
 #include "common/csv.h"
 #include "common/rng.h"
 #include "topology/formats.h"
+#include "topology/topology_test_util.h"
 
 namespace tidal::topo {
 namespace {
@@ -154,24 +155,7 @@ TEST(Lingjun, MutationsNeverCrash) {
   int ok = 0, failed = 0;
   for (int iter = 0; iter < 3000; ++iter) {
     std::string s = base;
-    const int edits = 1 + static_cast<int>(rng.Uniform(6));
-    for (int e = 0; e < edits && !s.empty(); ++e) {
-      const size_t pos = rng.Uniform(s.size());
-      switch (rng.Uniform(4)) {
-        case 0:
-          s[pos] = alphabet[rng.Uniform(alphabet.size())];
-          break;
-        case 1:
-          s.resize(pos);
-          break;
-        case 2:
-          s.insert(pos, s.substr(pos, rng.Uniform(80)));
-          break;
-        default:
-          s.erase(pos, rng.Uniform(40));
-          break;
-      }
-    }
+    s = testing::Damage(std::move(s), rng, alphabet, 6, 80, 40);
     auto t = ReadLingjunCsv(s, "fuzz.csv");
     if (t) {
       ++ok;
