@@ -1,5 +1,7 @@
 #include "scheduler/queue.h"
 
+#include "framework/gang.h"
+
 #include <algorithm>
 
 namespace tidal {
@@ -203,11 +205,7 @@ void JobQueue::ComputeReservation(const Entry& head, int64_t now) {
   r.valid = true;
   r.head_seq = head.seq;
   r.compact = head_deferred_;
-  if (largest_node_gpus_ < 0) {
-    largest_node_gpus_ = 0;
-    for (NodeId n = 0; n < scheduler_.cluster().num_nodes(); ++n)
-      largest_node_gpus_ = std::max(largest_node_gpus_, scheduler_.cluster().gpu_count(n));
-  }
+  if (largest_node_gpus_ < 0) largest_node_gpus_ = gang::LargestNodeGpus(scheduler_.cluster());
   r.time_s = kNoReservation;
   r.free.CopyFrom(scheduler_.cluster());
   const int32_t nodes = r.free.num_nodes();

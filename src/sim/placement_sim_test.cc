@@ -295,6 +295,20 @@ TEST(PlacementSim, FiniteMaxWaitEndsWhenTheWaitRunsOut) {
   EXPECT_EQ(Rec(r, 5).switches, 2);
 }
 
+// --require-level: even when the job would take the spine now (max wait 0),
+// a gang required in one leaf waits for one; --prefer-level does not.
+TEST(PlacementSim, RequiredLevelKeepsEveryGangInOneLeaf) {
+  auto o = Opts("topo");
+  o.max_wait_s = 0;
+  o.require_level = topo::Level::kLeaf;
+  const QueueJobRecord& a = Rec(Replay(WaitScenario(), o), 5);
+  EXPECT_EQ(a.start_s, 100);
+  EXPECT_EQ(a.switches, 1);
+  o.require_level.reset();
+  o.prefer_level = topo::Level::kLeaf;
+  EXPECT_EQ(Rec(Replay(WaitScenario(), o), 5).switches, 2);  // fell back to the spine at 10
+}
+
 TEST(PlacementSim, WithoutTopologyTheNewKeysAreNull) {
   auto o = Opts("first-fit", nullptr);
   const QueueSimResult r = Replay(Mixed(), o);
