@@ -33,7 +33,8 @@ namespace {
 
 struct QueueArgs {
   std::string nodes, jobs, format = "auto", policy = "bestfit", queue = "fifo-backfill", out;
-  std::string topology, topology_format = "auto", workload_model, require_level, prefer_level;
+  std::string topology, topology_format = "auto", workload_model, require_level, prefer_level, tenants;
+  int64_t checkpoint_interval_s = 1800, restart_penalty_s = 60;
   uint64_t seed = 42;
   int64_t limit = 0;
   double load = 0, time_scale = 0, slowdown_ok = 1.0;
@@ -55,6 +56,12 @@ void PrintSummary(const sim::QueueSimResult& r) {
   row("JCT (s)", r.jct_s);
   fmt::print("  GPU allocation rate {:.4f}   stranded GPU share {:.4f}, idle {:.4f} (while jobs wait: {:.1f}% of the run)\n",
              r.allocation_rate, r.stranded_gpu_share, r.idle_gpu_share_while_waiting, 100.0 * r.waiting_time_share);
+  if (!r.tenants.empty()) {
+    fmt::print("  tenants {}: preemptions {}, lost GPU-hours {:.1f}, guarantee violations {} ({:.1f} tenant-hours), "
+               "fairness max/min slowdown {:.2f}\n",
+               r.tenants, r.preemptions, r.lost_gpu_hours, r.guarantee_violations, r.guarantee_violation_hours,
+               r.fairness_max_min_slowdown);
+  }
   fmt::print("  replay took {:.2f} s\n", r.seconds);
 }
 
@@ -81,6 +88,12 @@ int RunQueueCommand(const QueueArgs& a) {
   options.time_scale = a.time_scale;
   options.max_wait_s = a.max_wait_s;
   options.slowdown_ok = a.slowdown_ok;
+  options.tenants = a.tenants;
+  options.checkpoint_interval_s = a.checkpoint_interval_s;
+  options.restart_penalty_s = a.restart_penalty_s;
+  if (a.checkpoint_interval_s <= 0 || a.restart_penalty_s < 0) {
+    return fail(Error{ErrorCode::kInvalidArgument, "--checkpoint-interval must be > 0 and --restart-penalty >= 0 seconds"});
+  }
   for (auto [text, slot] : {std::pair{&a.require_level, &options.require_level}, std::pair{&a.prefer_level, &options.prefer_level}}) {
     if (text->empty()) continue;
     auto l = topo::ParseLevel(*text);
@@ -178,7 +191,18 @@ void RegisterSimQueueCommand(CLI::App& sim) {
   q->add_option("--require-level", args->require_level,
                 "every multi-GPU job must fit in one domain of this level (node, block, leaf, spine, core, zone)");
   q->add_option("--prefer-level", args->prefer_level, "every multi-GPU job prefers one domain of this level, falling back upwards");
-  q->add_option("--queue", args->queue, "queue policy: fifo or fifo-backfill")->capture_default_str();
+  q->add_option("--queue", args->queue,
+                "queue policy: fifo, fifo-backfill (one pool); static-partitions, slurm-multifactor, kueue, las, tidal "
+                "(tenant queue, docs/tenancy.md)")
+      ->capture_default_str();
+  q->add_option("--tenants", args->tenants,
+                "tenants: 'proportional' (one per value of the trace's tenant column, floors by GPU-hours) or a "
+                "tenants file (docs/tenancy.md)");
+  q->add_option("--checkpoint-interval", args->checkpoint_interval_s,
+                "seconds of run time between checkpoints: a preempted job redoes the work since its last one")
+      ->capture_default_str();
+  q->add_option("--restart-penalty", args->restart_penalty_s, "seconds of run time each restart after preemption costs")
+      ->capture_default_str();
   q->add_option("--seed", args->seed, "seed for the placer's random choices")->capture_default_str();
   q->add_option("--limit", args->limit, "replay only the first N jobs by submit time (0 = all)")
       ->capture_default_str();

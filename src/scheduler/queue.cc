@@ -6,21 +6,34 @@
 
 namespace tidal {
 
+namespace {
+constexpr std::pair<QueuePolicy, std::string_view> kQueuePolicies[] = {
+    {QueuePolicy::kFifo, "fifo"},
+    {QueuePolicy::kFifoBackfill, "fifo-backfill"},
+    {QueuePolicy::kStaticPartitions, "static-partitions"},
+    {QueuePolicy::kSlurmMultifactor, "slurm-multifactor"},
+    {QueuePolicy::kKueue, "kueue"},
+    {QueuePolicy::kLas, "las"},
+    {QueuePolicy::kTidal, "tidal"},
+};
+}  // namespace
+
 Result<QueuePolicy> ParseQueuePolicy(std::string_view name) {
-  if (name == "fifo") return QueuePolicy::kFifo;
-  if (name == "fifo-backfill") return QueuePolicy::kFifoBackfill;
-  return MakeError(ErrorCode::kInvalidArgument, "unknown queue policy '{}'; choose fifo or fifo-backfill", name);
+  for (const auto& [p, n] : kQueuePolicies)
+    if (n == name) return p;
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "unknown queue policy '{}'; choose fifo, fifo-backfill, static-partitions, slurm-multifactor, kueue, "
+                   "las or tidal",
+                   name);
 }
 
 std::string_view QueuePolicyName(QueuePolicy policy) {
-  switch (policy) {
-    case QueuePolicy::kFifo:
-      return "fifo";
-    case QueuePolicy::kFifoBackfill:
-      return "fifo-backfill";
-  }
+  for (const auto& [p, n] : kQueuePolicies)
+    if (p == policy) return n;
   return "?";
 }
+
+bool UsesTenantQueue(QueuePolicy policy) { return policy != QueuePolicy::kFifo && policy != QueuePolicy::kFifoBackfill; }
 
 JobShape JobShape::Of(const PodRequest& pod) {
   const Job& j = *pod.job;
@@ -35,53 +48,6 @@ JobShape JobShape::Of(const PodRequest& pod) {
                   j.topo_preferred ? topo::LevelIndex(*j.topo_preferred) : -1,
                   j.topo_max_wait_s,
                   static_cast<int64_t>(j.topo_slowdown_ok * 1000 + 0.5)};
-}
-
-// --- FreeCapacity ---------------------------------------------------------
-
-void FreeCapacity::CopyFrom(const ClusterState& c) {
-  const auto n = static_cast<size_t>(c.num_nodes());
-  cpu_.resize(n);
-  mem_.resize(n);
-  model_.resize(n);
-  count_.resize(n);
-  offset_.resize(n);
-  whole_.resize(n);
-  gpu_.clear();
-  for (NodeId i = 0; i < c.num_nodes(); ++i) {
-    const auto k = static_cast<size_t>(i);
-    cpu_[k] = c.cpu_free(i);
-    mem_[k] = c.memory_free(i);
-    model_[k] = c.gpu_model(i);
-    count_[k] = c.gpu_count(i);
-    offset_[k] = static_cast<int32_t>(gpu_.size());
-    whole_[k] = c.free_whole_gpus(i);
-    const auto free = c.gpu_free(i);
-    gpu_.insert(gpu_.end(), free.begin(), free.end());
-  }
-}
-
-void FreeCapacity::Apply(const NodeAssignment& a, int sign) {
-  const auto k = static_cast<size_t>(a.node);
-  cpu_[k] += sign * a.cpu_milli;
-  mem_[k] += sign * a.memory_mib;
-  for (size_t i = 0; i < a.gpus.size(); ++i) {
-    int32_t& g = gpu_[static_cast<size_t>(offset_[k] + a.gpus[i])];
-    whole_[k] -= g == kMilliPerGpu;
-    g += sign * a.gpu_milli[i];
-    whole_[k] += g == kMilliPerGpu;
-  }
-}
-
-bool FreeCapacity::Fits(const PodRequest& pod, NodeId n) const {
-  const auto k = static_cast<size_t>(n);
-  if (cpu_[k] < pod.cpu_milli() || mem_[k] < pod.memory_mib()) return false;
-  if (pod.num_gpu() == 0) return true;
-  if (count_[k] < pod.num_gpu() || !pod.gpu_spec.Allows(model_[k])) return false;
-  if (pod.gpu_milli() == kMilliPerGpu) return whole_[k] >= pod.num_gpu();
-  int32_t fitting = 0;
-  for (int32_t d = 0; d < count_[k]; ++d) fitting += gpu_[static_cast<size_t>(offset_[k] + d)] >= pod.gpu_milli();
-  return fitting >= pod.num_gpu();
 }
 
 // --- JobQueue -------------------------------------------------------------
@@ -161,7 +127,7 @@ Status JobQueue::Finish(const Job& job) {
   // Capacity grew: every earlier "does not fit" and the reservation are stale.
   std::fill(unfit_.begin(), unfit_.end(), 0);
   std::fill(delays_head_.begin(), delays_head_.end(), 0);
-  reservation_.valid = false;
+  reservation_valid_ = false;
   scanned_below_ = 0;
   return Ok();
 }
@@ -178,90 +144,24 @@ void JobQueue::MarkStarted(const Entry& e, int64_t now, int64_t run_s, QueuePass
   pass.ends.push_back(end);
 }
 
-bool JobQueue::HeadFits(const Reservation& r, const PodRequest& head) const {
-  if (r.fitting_nodes > 0) return true;
-  // A deferred head waits for a compact placement: on one node when it fits
-  // on one. (A gang's compactness is the placer's to judge: its capacity is
-  // held as for any head; reserving only fully free hosts under one switch
-  // measured worse on Philly, docs/topology.md.)
-  if (r.compact && head.num_gpu() <= largest_node_gpus_) return false;
-  // A gang may gather whole GPUs from several nodes (GangPack's rule).
-  return !head.job->single_node && scheduler_.framework().profile().gang != nullptr &&
-         head.gpu_milli() == kMilliPerGpu && r.whole_allowed >= head.num_gpu();
-}
-
-// sign -1 removes node n's contribution to the counters, +1 adds it back.
-void JobQueue::RecountNode(Reservation& r, const PodRequest& head, NodeId n, int sign) {
-  const auto k = static_cast<size_t>(n);
-  if (sign > 0) r.fits[k] = r.free.Fits(head, n);
-  r.fitting_nodes += sign * r.fits[k];
-  if (head.num_gpu() > 0 && r.free.model(n) != kNoGpuModel && head.gpu_spec.Allows(r.free.model(n))) {
-    r.whole_allowed += sign * r.free.whole_free(n);
-  }
-}
-
 void JobQueue::ComputeReservation(const Entry& head, int64_t now) {
-  Reservation& r = reservation_;
-  r.valid = true;
-  r.head_seq = head.seq;
-  r.compact = head_deferred_;
+  reservation_valid_ = true;
+  reservation_head_seq_ = head.seq;
   if (largest_node_gpus_ < 0) largest_node_gpus_ = gang::LargestNodeGpus(scheduler_.cluster());
-  r.time_s = kNoReservation;
-  r.free.CopyFrom(scheduler_.cluster());
-  const int32_t nodes = r.free.num_nodes();
-  r.fits.assign(static_cast<size_t>(nodes), 0);
-  r.fitting_nodes = 0;
-  r.whole_allowed = 0;
-  for (NodeId n = 0; n < nodes; ++n) RecountNode(r, head.request, n, +1);
-  if (HeadFits(r, head.request)) {
-    // The filters' view says it fits now, yet the placer found no placement
-    // (e.g. a gang's CPU split): reserve "now" and retry at the next event.
-    r.time_s = now;
-    return;
-  }
-  // Release running jobs in end order; all jobs ending at the same second
-  // are released before the head is tested (finishes precede starts).
-  for (auto it = running_.begin(); it != running_.end();) {
-    const int64_t t = it->first;
-    for (; it != running_.end() && it->first == t; ++it) {
-      const Placement* p = scheduler_.cluster().FindAllocation(it->second);
-      if (p == nullptr) continue;
-      for (const NodeAssignment& a : p->assignments) {
-        RecountNode(r, head.request, a.node, -1);
-        r.free.Apply(a, +1);
-        RecountNode(r, head.request, a.node, +1);
-      }
-    }
-    if (HeadFits(r, head.request)) {
-      r.time_s = std::max(t, now);
-      return;
-    }
-  }
-}
-
-bool JobQueue::TakeFromReservation(const Entry& head, const Placement& placement) {
-  Reservation& r = reservation_;
-  auto apply = [&](int sign) {
-    for (const NodeAssignment& a : placement.assignments) {
-      RecountNode(r, head.request, a.node, -1);
-      r.free.Apply(a, sign);
-      RecountNode(r, head.request, a.node, +1);
-    }
-  };
-  apply(-1);
-  if (HeadFits(r, head.request)) return true;
-  apply(+1);
-  return false;
+  reservation_.Compute(scheduler_.cluster(), running_, head.request, now,
+                       {.compact = head_deferred_,
+                        .gangs_gather = scheduler_.framework().profile().gang != nullptr,
+                        .largest_node_gpus = largest_node_gpus_});
 }
 
 Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
   const Entry& head = waiting_.front();
-  if (!reservation_.valid || reservation_.head_seq != head.seq || reservation_.compact != head_deferred_) {
+  if (!reservation_valid_ || reservation_head_seq_ != head.seq || reservation_.compact() != head_deferred_) {
     std::fill(delays_head_.begin(), delays_head_.end(), 0);
     scanned_below_ = 0;
     ComputeReservation(head, now);
   }
-  const int64_t res = reservation_.time_s;
+  const int64_t res = reservation_.time_s();
   // A waiting shape is blocked if none of its jobs can start in this pass.
   auto blocked = [&](size_t k) {
     if (waiting_by_id_[k] == 0) return false;
@@ -311,7 +211,7 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
       continue;
     }
     // Long jobs are steered off the nodes the head's reservation counts on.
-    if (!short_job && reservation_.fitting_nodes > 0) scheduler_.set_reserved_nodes(reservation_.fits);
+    if (!short_job && reservation_.fitting_nodes() > 0) scheduler_.set_reserved_nodes(reservation_.fits());
     auto bound = scheduler_.ScheduleAndBind(*e.job);
     scheduler_.set_reserved_nodes({});
     if (!bound) {
@@ -336,7 +236,7 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
     // The run time on the placement it got (a worse placement runs longer).
     const int64_t run_s = RunTimeOf(*e.job, **bound);
     const bool ends_in_time = res == kNoReservation || now + run_s <= res;
-    if (!ends_in_time && !TakeFromReservation(head, **bound)) {
+    if (!ends_in_time && !reservation_.Take(head.request, **bound)) {
       // It would take capacity the head needs at its reservation: undo. The
       // scheduler is the only writer, so the what-if goes through it too.
       TIDAL_RETURN_IF_ERROR(scheduler_.Release(*e.job));

@@ -58,17 +58,21 @@
 
 #include "common/result.h"
 #include "framework/plugin.h"
+#include "scheduler/reservation.h"
 #include "scheduler/scheduler.h"
 #include "workload/job.h"
 
 namespace tidal {
 
-enum class QueuePolicy { kFifo, kFifoBackfill };
+// fifo and fifo-backfill run on JobQueue (one pool, no tenants); the others
+// on TenantQueue (tenant_queue.h: TenantQueueOptionsFor says how each is
+// configured).
+enum class QueuePolicy { kFifo, kFifoBackfill, kStaticPartitions, kSlurmMultifactor, kKueue, kLas, kTidal };
 
 Result<QueuePolicy> ParseQueuePolicy(std::string_view name);
 std::string_view QueuePolicyName(QueuePolicy policy);
+bool UsesTenantQueue(QueuePolicy policy);
 
-inline constexpr int64_t kNoReservation = std::numeric_limits<int64_t>::max();
 
 // Everything the filters and the gang placer read from a request: two jobs
 // with equal shapes fit exactly the same nodes.
@@ -90,33 +94,17 @@ struct JobShape {
   auto operator<=>(const JobShape&) const = default;
 };
 
-// Free capacity of every node, detached from ClusterState, so the queue can
-// ask "what if these jobs had ended / this job were running?" without
-// touching the real state.
-class FreeCapacity {
- public:
-  void CopyFrom(const ClusterState& c);
-  int32_t num_nodes() const { return static_cast<int32_t>(cpu_.size()); }
-  // sign +1 returns an assignment's capacity, -1 takes it.
-  void Apply(const NodeAssignment& a, int sign);
-  // Would a single-node request fit on node n (the ResourceFit and GpuFit
-  // filters' rules)?
-  bool Fits(const PodRequest& pod, NodeId n) const;
-  // Whole free GPUs on node n.
-  int32_t whole_free(NodeId n) const { return whole_[n]; }
-  int32_t gpu_count(NodeId n) const { return count_[n]; }
-  GpuModelId model(NodeId n) const { return model_[n]; }
-
- private:
-  std::vector<int64_t> cpu_, mem_;
-  std::vector<GpuModelId> model_;
-  std::vector<int32_t> count_, offset_, whole_;
-  std::vector<int32_t> gpu_;
-};
-
 struct UnresolvableJob {
   const Job* job = nullptr;
   std::string reason;
+};
+
+// A running job the queue evicted: it is waiting again and resumes from its
+// last checkpoint; `lost_gpu_s` is the GPU-seconds of work it must redo
+// plus its restart penalty.
+struct PreemptedJob {
+  const Job* job = nullptr;
+  int64_t lost_gpu_s = 0;
 };
 
 // What one Schedule() pass did, in order.
@@ -124,6 +112,7 @@ struct QueuePass {
   std::vector<const Job*> started;
   std::vector<int64_t> ends;  // end time of each started job (its run time on the placement it got)
   std::vector<UnresolvableJob> unresolvable;
+  std::vector<PreemptedJob> preempted;  // evicted in this pass (before `started` took their room)
   int64_t backfilled = 0;  // of `started`, those that jumped a blocked head
 };
 
@@ -132,7 +121,24 @@ struct WaitingShape {
   int64_t count = 0;
 };
 
-class JobQueue {
+// What a driver (the simulator, later the daemon) needs of a queue.
+class WorkQueue {
+ public:
+  virtual ~WorkQueue() = default;
+  virtual Status Push(const Job& job, std::vector<UnresolvableJob>& unresolvable) = 0;
+  virtual Status Finish(const Job& job) = 0;
+  using RunTime = std::function<int64_t(const Job&, const Placement&)>;
+  virtual void SetRunTime(RunTime run_time) = 0;
+  virtual Result<QueuePass> Schedule(int64_t now) = 0;
+  virtual size_t waiting() const = 0;
+  virtual size_t running() const = 0;
+  virtual const std::map<JobShape, WaitingShape>& waiting_shapes() const = 0;
+  virtual uint64_t shapes_version() const = 0;
+  virtual const Job* head() const = 0;
+  virtual int64_t reservation_s() const = 0;
+};
+
+class JobQueue : public WorkQueue {
  public:
   JobQueue(Scheduler& scheduler, QueuePolicy policy);
 
@@ -141,32 +147,31 @@ class JobQueue {
   // Enqueues a job that arrived; it waits behind every earlier Push. The job
   // must outlive its time in the queue and its run. A job whose GPU models do
   // not exist in this cluster is not queued: it is returned as unresolvable.
-  Status Push(const Job& job, std::vector<UnresolvableJob>& unresolvable);
+  Status Push(const Job& job, std::vector<UnresolvableJob>& unresolvable) override;
 
   // The running job ended: frees its capacity.
-  Status Finish(const Job& job);
+  Status Finish(const Job& job) override;
 
   // How long a job runs on the placement it got (default: its duration_s).
   // The simulator stretches multi-GPU jobs by their placement slowdown.
-  using RunTime = std::function<int64_t(const Job&, const Placement&)>;
-  void SetRunTime(RunTime run_time) { run_time_ = std::move(run_time); }
+  void SetRunTime(RunTime run_time) override { run_time_ = std::move(run_time); }
 
   // One scheduling pass at virtual time `now` (seconds).
-  Result<QueuePass> Schedule(int64_t now);
+  Result<QueuePass> Schedule(int64_t now) override;
 
-  size_t waiting() const { return waiting_.size(); }
-  size_t running() const { return running_.size(); }
+  size_t waiting() const override { return waiting_.size(); }
+  size_t running() const override { return running_.size(); }
   // Distinct shapes of the waiting jobs (deterministic order).
-  const std::map<JobShape, WaitingShape>& waiting_shapes() const { return shapes_; }
+  const std::map<JobShape, WaitingShape>& waiting_shapes() const override { return shapes_; }
   // Increases whenever the set of distinct waiting shapes changes.
-  uint64_t shapes_version() const { return shapes_version_; }
+  uint64_t shapes_version() const override { return shapes_version_; }
   // The job at the head of the queue, nullptr if none waits.
-  const Job* head() const { return waiting_.empty() ? nullptr : waiting_.front().job; }
+  const Job* head() const override { return waiting_.empty() ? nullptr : waiting_.front().job; }
   // The current head's reservation (backfill only; computed when a pass has
   // later jobs to consider), kNoReservation if there is none.
-  int64_t reservation_s() const {
-    return reservation_.valid && !waiting_.empty() && reservation_.head_seq == waiting_.front().seq
-               ? reservation_.time_s
+  int64_t reservation_s() const override {
+    return reservation_valid_ && !waiting_.empty() && reservation_head_seq_ == waiting_.front().seq
+               ? reservation_.time_s()
                : kNoReservation;
   }
 
@@ -180,30 +185,12 @@ class JobQueue {
   };
   using EntryList = std::list<Entry>;
 
-  // The head's reservation: when it can start and the free capacity at that
-  // time, minus the backfilled jobs that run past it.
-  struct Reservation {
-    bool valid = false;
-    bool compact = false;  // for a deferred head: capacity for a compact placement
-    uint64_t head_seq = 0;
-    int64_t time_s = kNoReservation;
-    FreeCapacity free;
-    std::vector<uint8_t> fits;   // per node: the head fits there on its own
-    int32_t fitting_nodes = 0;
-    int64_t whole_allowed = 0;   // whole free GPUs on nodes of allowed models
-  };
-
   void AddShape(const Entry& e);
   void RemoveShape(const Entry& e);
   EntryList::iterator Remove(EntryList::iterator it);
   int64_t RunTimeOf(const Job& job, const Placement& p) const;
   void MarkStarted(const Entry& e, int64_t now, int64_t run_s, QueuePass& pass);
-  bool HeadFits(const Reservation& r, const PodRequest& head) const;
-  void RecountNode(Reservation& r, const PodRequest& head, NodeId n, int sign);
   void ComputeReservation(const Entry& head, int64_t now);
-  // Takes `placement` out of the reservation's capacity if the head still
-  // fits afterwards; otherwise leaves it unchanged and returns false.
-  bool TakeFromReservation(const Entry& head, const Placement& placement);
   Status Backfill(int64_t now, QueuePass& pass);
 
   Scheduler& scheduler_;
@@ -236,7 +223,10 @@ class JobQueue {
   // Backfill candidates with seq < scanned_below_ were examined under the
   // current reservation and state-since-release.
   uint64_t scanned_below_ = 0;
-  Reservation reservation_;
+  // The head's reservation (valid until a release or a head change).
+  bool reservation_valid_ = false;
+  uint64_t reservation_head_seq_ = 0;
+  BackfillReservation reservation_;
 };
 
 }  // namespace tidal

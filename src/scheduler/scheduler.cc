@@ -16,6 +16,12 @@ Result<const Placement*> Scheduler::ScheduleAndBind(const Job& job) {
   return bound;
 }
 
+Status Scheduler::Bind(const Job& job, Placement placement) {
+  TIDAL_RETURN_IF_ERROR(cluster_.Bind(job.id, std::move(placement)));
+  framework_.NotifyBound(cluster_, job, *cluster_.FindAllocation(job.id));
+  return Ok();
+}
+
 Status Scheduler::Release(const Job& job) {
   const Placement* p = cluster_.FindAllocation(job.id);
   if (p == nullptr) return MakeError(ErrorCode::kNotFound, "job '{}' holds no allocation", job.name);

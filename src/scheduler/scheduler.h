@@ -29,6 +29,9 @@ class Scheduler {
   // Runs a cycle without binding (what-if).
   Result<Placement> TrySchedule(const Job& job);
   Status Release(const Job& job);
+  // Binds a placement decided earlier (a what-if that is undone: the victims
+  // of a preemption plan that did not work out go back where they were).
+  Status Bind(const Job& job, Placement placement);
 
   // The driver's clock, handed to plugins (CycleContext::now_s).
   void set_now(int64_t now_s) { now_s_ = now_s; }

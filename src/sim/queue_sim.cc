@@ -13,7 +13,10 @@
 #include "framework/fragmentation.h"
 #include "plugins/registry.h"
 #include "scheduler/scheduler.h"
+#include "scheduler/tenant_queue.h"
 #include "sim/placement_cost.h"
+#include "sim/tenant_metrics.h"
+#include "tenancy/tenants_file.h"
 #include "topology/builder.h"
 
 namespace tidal::sim {
@@ -53,6 +56,56 @@ Result<std::vector<Job>> ArrivalOrder(const std::vector<Job>& jobs, int64_t limi
     return MakeError(ErrorCode::kInvalidArgument, "job id {} appears twice in the workload; ids must be unique", *d);
   }
   return out;
+}
+
+// The tenant tree a policy runs with: built from the options, checked
+// against the jobs (every job's tenant must be a leaf), without borrowing
+// for static partitions.
+Result<std::shared_ptr<const tenancy::TenantTree>> BuildTenants(const QueueSimOptions& options,
+                                                                const std::vector<Job>& jobs, int64_t total_gpus) {
+  std::shared_ptr<const tenancy::TenantTree> tree = options.tenant_tree;
+  if (!tree && !options.tenants.empty()) {
+    if (options.tenants == "proportional") {
+      std::map<std::string, double> by_group;
+      for (const Job& j : jobs) {
+        if (j.group.empty()) {
+          return MakeError(ErrorCode::kInvalidArgument,
+                           "job '{}' ({}) has no tenant (empty group column); --tenants proportional needs the trace's "
+                           "tenant column (Philly: cluster)",
+                           j.name, j.source);
+        }
+        by_group[j.group] += static_cast<double>(j.TotalGpuMilli()) / kMilliPerGpu * static_cast<double>(*j.duration_s);
+      }
+      std::vector<tenancy::GroupUsage> groups;
+      for (const auto& [g, v] : by_group) groups.push_back({g, v});
+      TIDAL_ASSIGN_OR_RETURN(tenancy::TenantTree t, tenancy::ProportionalTenants(std::move(groups), total_gpus));
+      tree = std::make_shared<const tenancy::TenantTree>(std::move(t));
+    } else {
+      TIDAL_ASSIGN_OR_RETURN(tenancy::TenantTree t, tenancy::ReadTenantsFile(options.tenants));
+      tree = std::make_shared<const tenancy::TenantTree>(std::move(t));
+    }
+  }
+  if (!tree) {
+    if (NeedsTenants(options.queue)) {
+      return MakeError(ErrorCode::kInvalidArgument, "--queue {} needs tenants: give --tenants proportional or --tenants FILE",
+                       QueuePolicyName(options.queue));
+    }
+    return tree;
+  }
+  for (const Job& j : jobs) {
+    const tenancy::TenantId t = tree->Find(j.group);
+    if (t == tenancy::kNoTenant || !tree->is_leaf(t)) {
+      return MakeError(ErrorCode::kNotFound,
+                       "job '{}' ({}) belongs to tenant '{}', which is {} in the tenants file; add it (or a 'groups:' "
+                       "alias) as a leaf tenant",
+                       j.name, j.source, j.group, t == tenancy::kNoTenant ? "not" : "not a leaf");
+    }
+  }
+  if (options.queue == QueuePolicy::kStaticPartitions) {
+    TIDAL_ASSIGN_OR_RETURN(tenancy::TenantTree t, tenancy::WithoutBorrowing(*tree));
+    tree = std::make_shared<const tenancy::TenantTree>(std::move(t));
+  }
+  return tree;
 }
 
 }  // namespace
@@ -166,9 +219,26 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     r.jobs[i] = {jobs[i].id, jobs[i].name, jobs[i].num_gpu, jobs[i].gpu_milli, *jobs[i].submit_time_s};
   }
 
+  TIDAL_ASSIGN_OR_RETURN(std::shared_ptr<const tenancy::TenantTree> tenants,
+                         BuildTenants(options, jobs, cluster.total_gpus()));
+  if (tenants) r.tenants = options.tenants.empty() ? "given" : options.tenants;
+  if (tenants) {
+    for (size_t i = 0; i < jobs.size(); ++i) r.jobs[i].tenant = jobs[i].group;
+  }
+
   Scheduler scheduler(std::move(cluster), std::move(profile), options.seed);
   const ClusterState& c = scheduler.cluster();
-  JobQueue queue(scheduler, options.queue);
+  std::unique_ptr<WorkQueue> queue_owner;
+  if (UsesTenantQueue(options.queue)) {
+    TIDAL_ASSIGN_OR_RETURN(TenantQueueOptions to, TenantQueueOptionsFor(options.queue));
+    to.checkpoint_interval_s = options.checkpoint_interval_s;
+    to.restart_penalty_s = options.restart_penalty_s;
+    auto tq = std::make_unique<TenantQueue>(scheduler, tenants, to);
+    queue_owner = std::move(tq);
+  } else {
+    queue_owner = std::make_unique<JobQueue>(scheduler, options.queue);
+  }
+  WorkQueue& queue = *queue_owner;
   // The placement a job got decides how long it runs (and what it measures).
   std::unordered_map<JobId, PlacementEval> evals;
   if (cost) {
@@ -186,6 +256,20 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   // Locality and communication, GPU-time weighted over multi-GPU jobs.
   double multi_gpu_time = 0, multi_node_time = 0, multi_switch_time = 0, modelled_time = 0, comm_time = 0, slowdown_sum = 0;
   StrandedTracker stranded;
+  // Per running job: what its run added to the locality sums, to take back
+  // the part it did not run if it is preempted.
+  struct RunShare {
+    int64_t start = 0, end = 0;
+    bool multi_node = false, multi_switch = false, modelled = false;
+    double comm = 0;
+  };
+  std::unordered_map<JobId, RunShare> runs;
+  std::unordered_map<JobId, int64_t> current_end;  // finish events of preempted runs are stale
+  double violation_tenant_s = 0;
+  std::vector<double> tenant_violation_s(tenants ? static_cast<size_t>(tenants->size()) : 0, 0);
+  std::vector<tenancy::TenantId> violating;
+  std::optional<GuaranteeTracker> guarantees;
+  if (tenants) guarantees.emplace(*tenants);
 
   // Finish events: (time, job id), earliest first, ties by id.
   using Finish = std::pair<int64_t, JobId>;
@@ -233,6 +317,8 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
 
     const int64_t dt = now - prev;
     alloc_integral += alloc_now * dt;
+    for (tenancy::TenantId t : violating) tenant_violation_s[static_cast<size_t>(t)] += static_cast<double>(dt);
+    violation_tenant_s += static_cast<double>(dt) * static_cast<double>(violating.size());
     if (waiting_now) {
       stranded_integral += stranded_now * dt;
       idle_waiting_integral += (total_milli - alloc_now) * dt;
@@ -243,23 +329,58 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     while (!finishes.empty() && finishes.top().first == now) {
       const size_t i = index.at(finishes.top().second);
       finishes.pop();
+      if (auto ce = current_end.find(jobs[i].id); ce == current_end.end() || ce->second != now) continue;  // preempted run
+      current_end.erase(jobs[i].id);
+      runs.erase(jobs[i].id);
       TIDAL_RETURN_IF_ERROR(queue.Finish(jobs[i]));
+      if (guarantees) guarantees->Running(jobs[i], -1);
       r.jobs[i].finish_s = now;
       ++r.jobs_finished;
       ++done;
     }
     rejected.clear();
     for (; next_arrival < jobs.size() && *jobs[next_arrival].submit_time_s == now; ++next_arrival) {
+      const size_t before = rejected.size();
       TIDAL_RETURN_IF_ERROR(queue.Push(jobs[next_arrival], rejected));
+      if (guarantees && rejected.size() == before) guarantees->Waiting(jobs[next_arrival], +1);
     }
     for (const UnresolvableJob& u : rejected) unresolvable(u);
 
     TIDAL_ASSIGN_OR_RETURN(QueuePass pass, queue.Schedule(now));
+    for (const PreemptedJob& pj : pass.preempted) {
+      if (guarantees) {
+        guarantees->Running(*pj.job, -1);
+        guarantees->Waiting(*pj.job, +1);
+      }
+      QueueJobRecord& rec = r.jobs[index.at(pj.job->id)];
+      ++rec.preemptions;
+      rec.lost_gpu_s += pj.lost_gpu_s;
+      ++r.preemptions;
+      r.lost_gpu_hours += static_cast<double>(pj.lost_gpu_s) / 3600.0;
+      current_end.erase(pj.job->id);
+      // Take back the part of its run's GPU time it did not run.
+      if (auto rs = runs.find(pj.job->id); rs != runs.end()) {
+        const double unrun = static_cast<double>(pj.job->num_gpu) * static_cast<double>(rs->second.end - now);
+        multi_gpu_time -= unrun;
+        if (rs->second.multi_node) multi_node_time -= unrun;
+        if (rs->second.multi_switch) multi_switch_time -= unrun;
+        if (rs->second.modelled) {
+          modelled_time -= unrun;
+          comm_time -= unrun * rs->second.comm;
+        }
+        runs.erase(rs);
+      }
+    }
     for (size_t si = 0; si < pass.started.size(); ++si) {
       const Job* j = pass.started[si];
+      if (guarantees) {
+        guarantees->Waiting(*j, -1);
+        guarantees->Running(*j, +1);
+      }
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
-      rec.start_s = now;
+      if (rec.start_s < 0) rec.start_s = now;  // queueing delay ends at the first start
       finishes.push({pass.ends[si], j->id});
+      current_end[j->id] = pass.ends[si];
       if (j->num_gpu < 2) continue;
       const Placement* p = c.FindAllocation(j->id);
       rec.nodes = static_cast<int32_t>(p->assignments.size());
@@ -270,20 +391,29 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
         rec.switches = static_cast<int32_t>(std::unique(sw.begin(), sw.end()) - sw.begin());
       }
       const double gpu_time = static_cast<double>(j->num_gpu) * static_cast<double>(pass.ends[si] - now);
-      ++r.jobs_multi_gpu;
+      RunShare& share = runs[j->id];
+      share = {now, pass.ends[si], rec.nodes > 1, rec.switches > 1, false, 0};
+      if (rec.preemptions == 0) ++r.jobs_multi_gpu;
       multi_gpu_time += gpu_time;
       if (rec.nodes > 1) multi_node_time += gpu_time;
       if (rec.switches > 1) multi_switch_time += gpu_time;
       if (auto e = evals.find(j->id); e != evals.end()) {
+        share.modelled = true;
+        share.comm = e->second.comm_share;
+        if (rec.preemptions == 0) {
+          ++r.jobs_modelled;
+          slowdown_sum += e->second.slowdown;
+        }
         rec.slowdown = e->second.slowdown;
         rec.comm_share = e->second.comm_share;
-        ++r.jobs_modelled;
         modelled_time += gpu_time;
         comm_time += gpu_time * e->second.comm_share;
-        slowdown_sum += e->second.slowdown;
       }
     }
-    for (const UnresolvableJob& u : pass.unresolvable) unresolvable(u);
+    for (const UnresolvableJob& u : pass.unresolvable) {
+      unresolvable(u);
+      if (guarantees) guarantees->Waiting(*u.job, -1);
+    }
     r.backfilled += pass.backfilled;
 
     if (const Job* head = queue.head(); head != nullptr && queue.reservation_s() != kNoReservation) {
@@ -293,6 +423,11 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
 
     alloc_now = c.total_gpu_milli_allocated();
     waiting_now = queue.waiting() > 0;
+    violating.clear();
+    if (guarantees) {
+      violating = guarantees->Violating(total_milli - alloc_now);
+      r.guarantee_violations += static_cast<int64_t>(violating.size());
+    }
     stranded_now = waiting_now ? stranded.Compute(c, queue.waiting_shapes(), queue.shapes_version()) : 0;
     r.max_waiting = std::max<int64_t>(r.max_waiting, static_cast<int64_t>(queue.waiting()));
 
@@ -340,6 +475,8 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   }
   r.queue_delay_s = Summarize(std::move(delays));
   r.jct_s = Summarize(std::move(jcts));
+  r.guarantee_violation_hours = violation_tenant_s / 3600.0;
+  if (tenants) SummarizeTenants(*tenants, jobs, tenant_violation_s, r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return r;
 }
@@ -378,6 +515,27 @@ nlohmann::json QueueSimJson(const QueueSimResult& r) {
   j["locality_leaf"] = measured(r.locality_leaf);
   j["comm_share"] = measured(r.comm_share);
   j["slowdown_mean"] = measured(r.slowdown_mean);
+  j["tenants"] = r.tenants.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.tenants);
+  j["preemptions"] = r.preemptions;
+  j["lost_gpu_hours"] = r.lost_gpu_hours;
+  j["guarantee_violations"] = r.guarantee_violations;
+  j["guarantee_violation_hours"] = r.guarantee_violation_hours;
+  j["fairness_max_min_slowdown"] = measured(r.fairness_max_min_slowdown);
+  j["finish_time_fairness_max"] = measured(r.finish_time_fairness_max);
+  nlohmann::json per = nlohmann::json::object();
+  for (const TenantResult& t : r.per_tenant) {
+    per[t.name] = {{"floor_gpus", t.floor_gpus},
+                   {"jobs", t.jobs},
+                   {"queue_delay_s", summary(t.queue_delay_s)},
+                   {"jct_mean_s", t.jct_mean_s},
+                   {"slowdown_mean", t.slowdown_mean},
+                   {"finish_time_fairness", t.ftf_mean},
+                   {"gpu_hours", t.gpu_hours},
+                   {"preemptions", t.preemptions},
+                   {"lost_gpu_hours", t.lost_gpu_hours},
+                   {"guarantee_violation_hours", t.guarantee_violation_hours}};
+  }
+  j["per_tenant"] = per;
   return j;
 }
 
@@ -397,7 +555,7 @@ Status WriteQueueSimOutputs(const QueueSimResult& r, const std::string& dir) {
   if (!out) return MakeError(ErrorCode::kIo, "cannot write '{}'", path);
   // reserved_s: the first backfill reservation the job got as the blocked
   // head; empty if it never had one.
-  out << "id,name,num_gpu,gpu_milli,submit_s,start_s,finish_s,queue_delay_s,jct_s,reserved_s,nodes,switches,slowdown,comm_share,outcome,reason\n";
+  out << "id,name,num_gpu,gpu_milli,submit_s,start_s,finish_s,queue_delay_s,jct_s,reserved_s,nodes,switches,slowdown,comm_share,outcome,reason,tenant,preemptions,lost_gpu_s\n";
   for (const QueueJobRecord& j : r.jobs) {
     std::string reason = j.reason;
     std::replace(reason.begin(), reason.end(), '"', '\'');
@@ -406,12 +564,12 @@ Status WriteQueueSimOutputs(const QueueSimResult& r, const std::string& dir) {
       const std::string comm = j.comm_share >= 0 ? fmt::format("{:.4f}", j.comm_share) : std::string();
       const std::string nodes = j.num_gpu > 1 ? std::to_string(j.nodes) : std::string();
       const std::string switches = j.num_gpu > 1 && j.switches > 0 ? std::to_string(j.switches) : std::string();
-      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{},finished,\n", j.id, j.name, j.num_gpu, j.gpu_milli,
-                         j.submit_s, j.start_s, j.finish_s, j.start_s - j.submit_s, j.finish_s - j.submit_s,
-                         reserved, nodes, switches, j.slowdown, comm);
+      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{},finished,,{},{},{}\n", j.id, j.name, j.num_gpu,
+                         j.gpu_milli, j.submit_s, j.start_s, j.finish_s, j.start_s - j.submit_s, j.finish_s - j.submit_s,
+                         reserved, nodes, switches, j.slowdown, comm, j.tenant, j.preemptions, j.lost_gpu_s);
     } else {
-      out << fmt::format("{},{},{},{},{},,,,,,,,,,unresolvable,\"{}\"\n", j.id, j.name, j.num_gpu, j.gpu_milli,
-                         j.submit_s, reason);
+      out << fmt::format("{},{},{},{},{},,,,,,,,,,unresolvable,\"{}\",{},,\n", j.id, j.name, j.num_gpu, j.gpu_milli,
+                         j.submit_s, reason, j.tenant);
     }
   }
   if (!out) return MakeError(ErrorCode::kIo, "writing '{}' failed (disk full?)", path);

@@ -29,6 +29,7 @@
 #include "cluster/cluster_state.h"
 #include "common/result.h"
 #include "scheduler/queue.h"
+#include "tenancy/tenant_tree.h"
 #include "sim/metrics.h"
 #include "sim/workload_model.h"
 #include "topology/topology.h"
@@ -75,6 +76,16 @@ struct QueueSimOptions {
   // Every multi-GPU job's topology constraint (Job::topo_required /
   // topo_preferred), as users write them: "must fit in one leaf", "prefer".
   std::optional<topo::Level> require_level, prefer_level;
+  // Tenants (tenant-queue policies, scheduler/tenant_queue.h): "" = none,
+  // "proportional" = one per value of the trace's tenant column (Philly's
+  // virtual cluster) with floors in proportion to its GPU-hours, or a
+  // tenants file (docs/tenancy.md). `tenant_tree` overrides it.
+  std::string tenants;
+  std::shared_ptr<const tenancy::TenantTree> tenant_tree;
+  // Preemption: checkpoints every this many seconds of run time; a
+  // restart costs restart_penalty_s of run time.
+  int64_t checkpoint_interval_s = 1800;
+  int64_t restart_penalty_s = 60;
   // Called now and then during the replay (about every 1% of jobs).
   std::function<void(const QueueProgress&)> progress;
 };
@@ -101,6 +112,24 @@ struct QueueJobRecord {
   int32_t switches = 0;
   double slowdown = 1;
   double comm_share = -1;
+  std::string tenant;       // "" without tenants
+  int32_t preemptions = 0;  // times it was evicted
+  int64_t lost_gpu_s = 0;   // work redone + restart penalties, GPU-seconds
+};
+
+// Per tenant (leaves), over its finished jobs.
+struct TenantResult {
+  std::string name;
+  int64_t floor_gpus = 0;
+  int64_t jobs = 0;
+  Summary queue_delay_s;
+  double jct_mean_s = 0;
+  double slowdown_mean = 0;     // mean of JCT / run time
+  double ftf_mean = 0;          // Themis-style finish-time fairness rho (see QueueSimResult)
+  double gpu_hours = 0;         // GPU-hours of its jobs' runs
+  int64_t preemptions = 0;      // of its jobs
+  double lost_gpu_hours = 0;
+  double guarantee_violation_hours = 0;
 };
 
 struct QueueSimResult {
@@ -144,6 +173,23 @@ struct QueueSimResult {
   double slowdown_mean = -1;
   int64_t jobs_multi_gpu = 0;
   int64_t jobs_modelled = 0;      // multi-GPU jobs with a workload model
+  // Tenants and preemption (zero / empty without them). A guarantee
+  // violation (DESIGN.md) is a moment after a pass when a tenant has a
+  // waiting job that fits in its own unused floor while others hold
+  // capacity within that floor (free + its usage < its floor): counted per
+  // pass and tenant, and integrated in tenant-hours.
+  std::string tenants;
+  int64_t preemptions = 0;
+  double lost_gpu_hours = 0;
+  int64_t guarantee_violations = 0;
+  double guarantee_violation_hours = 0;
+  // max / min over tenants of the mean per-job slowdown JCT / run time, and
+  // the largest per-tenant mean finish-time fairness rho = JCT / (run time x
+  // max(1, GPUs / (total GPUs / tenants))): the job against running alone on
+  // an equal 1/N share (Themis, NSDI '20). Negative without tenants.
+  double fairness_max_min_slowdown = -1;
+  double finish_time_fairness_max = -1;
+  std::vector<TenantResult> per_tenant;
   double seconds = 0;             // wall time of the replay (not part of the JSON)
   std::vector<QueueJobRecord> jobs;  // in (submit, id) order
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace tidal::tenancy {
 
@@ -53,7 +54,10 @@ double UsageMeter::NormalizedUsageOverShare(TenantId t) const {
   return usage_[i] / total_ / share_[i];
 }
 
-double UsageMeter::SlurmFactor(TenantId t) const { return std::exp2(-NormalizedUsageOverShare(t)); }
+double UsageMeter::SlurmFactor(TenantId t) const {
+  // A tenant without a floor has a tiny share: keep the factor positive (Slurm's is in (0, 1]).
+  return std::max(std::exp2(-NormalizedUsageOverShare(t)), std::numeric_limits<double>::min());
+}
 
 int64_t DominantResourceShare(const TenantTree& tree, TenantId t) {
   const TenantId p = tree.parent(t);

@@ -223,7 +223,7 @@ RC_GTEST_PROP(UsageMeterProperty, SlurmFactorOrderIsUsageOverShareOrder, ()) {
 // GPU floor has share 1e-6 x weight, so any real use gives usage/share in the
 // hundreds of thousands and 2^(-that) underflows to 0 — and every such tenant
 // ties at 0 whatever it used.
-TEST(UsageMeterTest, DISABLED_SlurmFactorOfATenantWithoutAFloorStaysPositive) {
+TEST(UsageMeterTest, SlurmFactorOfATenantWithoutAFloorStaysPositive) {
   const TenantTree t = Tree(/*with_c=*/true);
   const TenantId a = t.Find("a"), c = t.Find("c");
   UsageMeter m(t, 3600);

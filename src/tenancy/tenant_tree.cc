@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace tidal::tenancy {
 namespace {
@@ -63,6 +64,9 @@ Result<TenantTree> TenantTree::Build(std::vector<TenantSpec> specs) {
       }
     }
   }
+  std::set<std::string> parents;
+  for (const TenantSpec& s : specs)
+    if (!s.parent.empty()) parents.insert(s.parent);
   t.nodes_.resize(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     Node& n = t.nodes_[i];
@@ -77,7 +81,10 @@ Result<TenantTree> TenantTree::Build(std::vector<TenantSpec> specs) {
       if (q.nominal < 0 || q.nominal >= kMaxQuantity) return bad("nominal", q.nominal);
       if (q.borrowing_limit && (*q.borrowing_limit < 0 || *q.borrowing_limit >= kMaxQuantity)) return bad("borrowing_limit", *q.borrowing_limit);
       if (q.lending_limit && (*q.lending_limit < 0 || *q.lending_limit >= kMaxQuantity)) return bad("lending_limit", *q.lending_limit);
-      if (q.lending_limit && *q.lending_limit > q.nominal) {
+      // A leaf lends at most its nominal quota; an inner tenant's lending
+      // limit is checked against its subtree's quota below (Kueue checks
+      // ClusterQueues only).
+      if (!parents.contains(n.spec.name) && q.lending_limit && *q.lending_limit > q.nominal) {
         return MakeError(ErrorCode::kInvalidArgument,
                          "{}: tenant '{}' resource '{}': lending_limit {} is above its nominal quota {}; a tenant "
                          "can lend at most what it has",
@@ -141,6 +148,13 @@ Result<TenantTree> TenantTree::Build(std::vector<TenantSpec> specs) {
                          Where(t.nodes_[Idx(*it)].spec), t.nodes_[Idx(*it)].spec.name, t.resources_[r], s);
       }
       t.subtree_[t.Cell(*it, rid)] = s;
+      const Quota& q = t.Q(*it, rid);
+      if (!t.is_leaf(*it) && q.lending_limit && *q.lending_limit > s) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "{}: tenant '{}' resource '{}': lending_limit {} is above its subtree's quota {}; a tenant "
+                         "can lend at most what it has",
+                         Where(t.nodes_[Idx(*it)].spec), t.nodes_[Idx(*it)].spec.name, t.resources_[r], *q.lending_limit, s);
+      }
     }
   }
   return t;
@@ -186,6 +200,13 @@ int64_t TenantTree::Available(TenantId t, ResourceId r) const {
     from_parent = std::min(from_parent, stored - used + *bl);
   }
   return std::max<int64_t>(0, g - u) + from_parent;
+}
+
+int64_t TenantTree::PotentialAvailable(TenantId t, ResourceId r) const {
+  if (parent(t) == kNoTenant) return subtree(t, r);
+  int64_t a = guaranteed(t, r) + PotentialAvailable(parent(t), r);
+  if (const auto& bl = Q(t, r).borrowing_limit) a = std::min(a, subtree(t, r) + *bl);
+  return a;
 }
 
 bool TenantTree::Fits(TenantId t, const QuotaRequest& req) const {

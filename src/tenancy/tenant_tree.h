@@ -94,6 +94,9 @@ class TenantTree {
   int64_t guaranteed(TenantId t, ResourceId r) const;
   int64_t usage(TenantId t, ResourceId r) const { return At(usage_, t, r); }
   int64_t Available(TenantId t, ResourceId r) const;
+  // The most t could ever hold with nothing else running (Kueue's
+  // potentialAvailable): a request above it can never be admitted.
+  int64_t PotentialAvailable(TenantId t, ResourceId r) const;
 
   bool Fits(TenantId t, const QuotaRequest& req) const;
   bool FitsOwnQuota(TenantId t, const QuotaRequest& req) const;

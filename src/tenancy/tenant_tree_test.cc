@@ -269,7 +269,7 @@ std::string RowName(const ::testing::TestParamInfo<Row>& info) {
   return s;
 }
 INSTANTIATE_TEST_SUITE_P(Rules, QuotaTable, ::testing::ValuesIn(kRows), RowName);
-INSTANTIATE_TEST_SUITE_P(DISABLED_InnerLendingLimit, QuotaTable, ::testing::ValuesIn(kInnerLendingRows), RowName);
+INSTANTIATE_TEST_SUITE_P(InnerLendingLimit, QuotaTable, ::testing::ValuesIn(kInnerLendingRows), RowName);
 
 TEST(TenantTreeTest, SubtreeAndGuaranteedOfTheTwoLevelTree) {
   const TenantTree t = BuildGpuTree(kTwoLevel);

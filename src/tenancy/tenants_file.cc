@@ -51,6 +51,15 @@ bool KnownResource(const std::string& r) {
   return r == "gpu" || r == "cpu" || r == "memory" || (r.starts_with("gpu/") && r.size() > 4);
 }
 
+// A scalar field, or an error naming the field, the tenant and the line.
+Result<std::string> Scalar(const YAML::Node& n, const char* field, const std::string& tenant, const std::string& where) {
+  if (!n.IsScalar() || n.Scalar().empty()) {
+    return MakeError(ErrorCode::kParse, "{}: '{}' of tenant '{}' must be a single value{}", where, field,
+                     tenant.empty() ? "?" : tenant, n.IsNull() ? " (it is empty)" : "");
+  }
+  return n.Scalar();
+}
+
 }  // namespace
 
 Result<std::vector<TenantSpec>> ParseTenantsYaml(const std::string& text, const std::string& source) {
@@ -88,12 +97,29 @@ Result<std::vector<TenantSpec>> ParseTenantsYaml(const std::string& text, const 
                            where(kv.first), k);
         }
       }
-      if (!t["name"]) return MakeError(ErrorCode::kParse, "{}: a tenant needs 'name:'", s.source);
-      s.name = t["name"].as<std::string>();
-      if (t["parent"]) s.parent = t["parent"].as<std::string>();
-      if (t["weight"]) s.weight = t["weight"].as<double>();
+      if (!t["name"] || !t["name"].IsScalar() || t["name"].Scalar().empty()) {
+        return MakeError(ErrorCode::kParse, "{}: a tenant has no name; it needs 'name:' with a single value", where(t));
+      }
+      s.name = t["name"].Scalar();
+      if (t["parent"]) {
+        TIDAL_ASSIGN_OR_RETURN(s.parent, Scalar(t["parent"], "parent", s.name, where(t["parent"])));
+      }
+      if (t["weight"]) {
+        TIDAL_ASSIGN_OR_RETURN(std::string w, Scalar(t["weight"], "weight", s.name, where(t["weight"])));
+        size_t used = 0;
+        try {
+          s.weight = std::stod(w, &used);
+        } catch (...) {
+          used = 0;
+        }
+        if (used == 0 || used != w.size()) {
+          return MakeError(ErrorCode::kParse, "{}: weight '{}' of tenant '{}' is not a number (write e.g. weight: 2)",
+                           where(t["weight"]), w, s.name);
+        }
+      }
       if (t["tier"]) {
-        auto tier = ParseTier(t["tier"].as<std::string>());
+        TIDAL_ASSIGN_OR_RETURN(std::string tier_name, Scalar(t["tier"], "tier", s.name, where(t["tier"])));
+        auto tier = ParseTier(tier_name);
         if (!tier) return MakeError(ErrorCode::kParse, "{}: {}", where(t["tier"]), tier.error().message);
         s.tier = *tier;
       }
@@ -120,6 +146,10 @@ Result<std::vector<TenantSpec>> ParseTenantsYaml(const std::string& text, const 
             if (fk != "nominal" && fk != "borrowing_limit" && fk != "lending_limit") {
               return MakeError(ErrorCode::kParse, "{}: unknown quota field '{}' (known: nominal, borrowing_limit, lending_limit)",
                                where(f.first), fk);
+            }
+            if (!f.second.IsScalar()) {
+              return MakeError(ErrorCode::kParse, "{}: {} of '{}' (tenant '{}') must be a number, not a list or map",
+                               where(f.second), fk, r, s.name);
             }
             TIDAL_ASSIGN_OR_RETURN(int64_t x, Quantity(f.second, r, where(f.second)));
             if (fk == "nominal") quota.nominal = x;
@@ -173,7 +203,8 @@ Result<TenantTree> ProportionalTenants(std::vector<GroupUsage> groups, int64_t t
   }
   std::sort(rem.begin(), rem.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   for (size_t k = 0; given < total_gpus; k = (k + 1) % n, ++given) ++floors[rem[k].second];
-  if (static_cast<int64_t>(n) <= total_gpus) {
+  const auto asking = std::count_if(groups.begin(), groups.end(), [](const GroupUsage& g) { return g.gpu_seconds > 0; });
+  if (asking <= total_gpus) {
     for (size_t i = 0; i < n; ++i) {
       if (floors[i] > 0 || groups[i].gpu_seconds <= 0) continue;
       auto donor = std::max_element(floors.begin(), floors.end()) - floors.begin();

@@ -146,7 +146,7 @@ const std::vector<BadRow> kBadButMishandled = {
     {"quantity a list", kHead + "  - name: a\n    parent: org\n    quota:\n      gpu: {nominal: [1]}\n", {"t.yaml:7", "'gpu'", "nominal"}},
     {"tier a list", kHead + "  - name: a\n    parent: org\n    tier: [spot]\n", {"t.yaml:6", "tier"}},
 };
-INSTANTIATE_TEST_SUITE_P(DISABLED_Mishandled, BadTenantsFile, ::testing::ValuesIn(kBadButMishandled), BadName);
+INSTANTIATE_TEST_SUITE_P(FormerlyMishandled, BadTenantsFile, ::testing::ValuesIn(kBadButMishandled), BadName);
 
 // --- a good file ----------------------------------------------------------
 
@@ -304,7 +304,7 @@ TEST(ProportionalTenantsTest, EveryGroupWithGpuTimeGetsAGpu) {
 // Disabled: the minimum counts the groups that asked for nothing too. Two
 // groups asked for GPU time and there are 3 GPUs — enough for one each — but
 // with two idle groups in the list (4 groups > 3 GPUs) "b" gets none.
-TEST(ProportionalTenantsTest, DISABLED_IdleGroupsDoNotCancelTheMinimum) {
+TEST(ProportionalTenantsTest, IdleGroupsDoNotCancelTheMinimum) {
   // exact: a 3*1000/1001 = 2.997, b 0.003 -> floors 2, 0; the remainder to a (3, 0); b asked: 2, 1.
   auto t = ProportionalTenants({{"a", 1000}, {"b", 1}, {"c", 0}, {"d", 0}}, 3);
   ASSERT_TRUE(t.has_value());

@@ -29,6 +29,7 @@ struct Job {
   Qos qos = Qos::kUnspecified;
   bool single_node = true;  // a pod; false = gang that may span nodes
   std::string group;        // tenant / virtual cluster, "" if unknown
+  int32_t priority = 0;     // priority class within its tenant (higher first)
 
   std::optional<int64_t> submit_time_s;     // creation / submission
   std::optional<int64_t> end_time_s;        // deletion time as recorded

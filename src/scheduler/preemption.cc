@@ -1,0 +1,127 @@
+#include "scheduler/preemption.h"
+
+#include <algorithm>
+#include <map>
+
+#include "framework/gang.h"
+
+namespace tidal {
+namespace {
+
+bool Allowed(const ClusterState& c, const PodRequest& pod, NodeId n) {
+  return c.gpu_count(n) > 0 && pod.gpu_spec.Allows(c.gpu_model(n));
+}
+
+// Devices of node n this request could use now (whole free GPUs, or devices
+// with enough free milli-GPU for a sharing job).
+int32_t UsableFree(const ClusterState& c, const PodRequest& pod, NodeId n) {
+  if (!Allowed(c, pod, n)) return 0;
+  if (pod.gpu_milli() >= kMilliPerGpu) return c.free_whole_gpus(n);
+  int32_t k = 0;
+  for (int32_t f : c.gpu_free(n)) k += f >= pod.gpu_milli();
+  return k;
+}
+
+}  // namespace
+
+PreemptionScope ScopeFor(const ClusterState& c, const PodRequest& pod) {
+  PreemptionScope s;
+  if (pod.num_gpu() <= gang::LargestNodeGpus(c)) return s;
+  s.host_level = false;
+  if (!c.has_topology()) return s;
+  const topo::Topology& t = c.topology();
+  s.level = t.level(t.root());
+  for (topo::Level l : t.levels()) {
+    if (topo::LevelIndex(l) <= topo::LevelIndex(topo::Level::kNode)) continue;
+    int32_t most = 0;
+    for (topo::DomainId d : t.domains_at(l)) most = std::max(most, t.gpus_under(d));
+    if (most >= pod.num_gpu()) {
+      s.level = l;
+      break;
+    }
+  }
+  return s;
+}
+
+std::optional<PreemptionPlan> PlanPreemption(
+    const ClusterState& c, const PodRequest& pod, std::span<const VictimCandidate> candidates,
+    const std::function<bool(const VictimCandidate&, std::span<const size_t> chosen)>& admissible,
+    std::optional<int64_t> committed) {
+  const PreemptionScope scope = ScopeFor(c, pod);
+  auto domain_of = [&](NodeId n) -> int64_t {
+    if (scope.host_level) return n;
+    if (!c.has_topology()) return 0;
+    const topo::DomainId d = c.topology().AncestorAt(c.topology().host(c.host_of(n)), scope.level);
+    return d == topo::kNoDomain ? 0 : d;
+  };
+  auto node_ok = [&](NodeId n) { return Allowed(c, pod, n) && (!scope.host_level || c.gpu_count(n) >= pod.num_gpu()); };
+  // Usable free devices per domain.
+  std::map<int64_t, int64_t> have;
+  for (NodeId n = 0; n < c.num_nodes(); ++n)
+    if (node_ok(n)) have[domain_of(n)] += UsableFree(c, pod, n);
+  // What each candidate frees per domain.
+  std::map<int64_t, std::vector<std::pair<size_t, int32_t>>> freed;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Placement* p = c.FindAllocation(candidates[i].job->id);
+    if (p == nullptr) continue;
+    std::map<int64_t, int32_t> per;
+    for (const NodeAssignment& a : p->assignments) {
+      if (!node_ok(a.node)) continue;
+      const auto free = c.gpu_free(a.node);
+      int32_t k = 0;
+      for (size_t g = 0; g < a.gpus.size(); ++g) {
+        const int32_t after = free[static_cast<size_t>(a.gpus[g])] + a.gpu_milli[g];
+        k += pod.gpu_milli() >= kMilliPerGpu ? after == kMilliPerGpu : after >= pod.gpu_milli();
+      }
+      if (k > 0) per[domain_of(a.node)] += k;
+    }
+    for (const auto& [d, k] : per) freed[d].push_back({i, k});
+  }
+
+  std::optional<PreemptionPlan> best;
+  for (auto& [d, list] : freed) {
+    if (committed && d != *committed) continue;
+    const int64_t need = pod.num_gpu() - have[d];
+    if (need <= 0) continue;  // room is there already; preemption would not help
+    std::sort(list.begin(), list.end(), [&](const auto& a, const auto& b) {
+      // cost per GPU freed, ascending: a.cost / a.k < b.cost / b.k
+      const int64_t l = candidates[a.first].cost * b.second;  // costs < 2^40, k <= 2^10
+      const int64_t r = candidates[b.first].cost * a.second;
+      return l != r ? l < r : a.first < b.first;
+    });
+    PreemptionPlan plan{.domain = d};
+    std::vector<int32_t> gave;
+    int64_t got = 0;
+    for (const auto& [i, k] : list) {
+      if (got >= need) break;
+      if (!admissible(candidates[i], plan.victims)) continue;
+      plan.victims.push_back(i);
+      gave.push_back(k);
+      got += k;
+    }
+    if (got < need) continue;
+    // Prune: drop victims not needed, dearest first.
+    std::vector<size_t> order(plan.victims.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return candidates[plan.victims[a]].cost > candidates[plan.victims[b]].cost; });
+    std::vector<uint8_t> keep(order.size(), 1);
+    for (size_t k : order) {
+      if (got - gave[k] >= need) {
+        keep[k] = 0;
+        got -= gave[k];
+      }
+    }
+    std::vector<size_t> kept;
+    for (size_t k = 0; k < keep.size(); ++k)
+      if (keep[k]) kept.push_back(plan.victims[k]);
+    plan.victims = std::move(kept);
+    for (size_t i : plan.victims) plan.cost += candidates[i].cost;
+    if (!best || plan.cost < best->cost || (plan.cost == best->cost && plan.victims.size() < best->victims.size())) {
+      best = std::move(plan);
+    }
+  }
+  return best;
+}
+
+}  // namespace tidal

@@ -1,0 +1,57 @@
+// Choosing whom to preempt: the smallest-cost set of running jobs whose
+// release makes room for a preemptor inside ONE domain — the domain the
+// preemptor will use. A job that fits on one host frees one host; a larger
+// gang frees the smallest topology domain (leaf, spine, ...) that can hold
+// it, not GPUs scattered over the cluster. Gangs are victims whole.
+//
+// Cost of a victim = GPU-seconds of work lost since its last checkpoint
+// plus its restart penalty (the caller computes it). Per domain the plan is
+// greedy by cost per GPU freed inside the domain, then pruned (victims not
+// needed after all are dropped, dearest first); the cheapest domain wins,
+// ties by fewer victims, then lower domain id. The plan is only a proposal:
+// the queue checks it on the real placer (release, try, restore) before
+// anything is evicted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "cluster/cluster_state.h"
+#include "framework/plugin.h"
+
+namespace tidal {
+
+struct VictimCandidate {
+  const Job* job = nullptr;
+  int64_t cost = 0;  // lost GPU-seconds + restart penalty
+  int32_t group = 0; // caller's grouping key (e.g. tenant), passed back to `admissible`
+};
+
+struct PreemptionPlan {
+  int64_t domain = -1;  // a NodeId at host level, else a topology DomainId (0 = whole cluster without one)
+  std::vector<size_t> victims;  // indices into the candidates
+  int64_t cost = 0;
+};
+
+// Where a preemptor would go: hosts when it fits on one, else the smallest
+// topology level whose domains can hold it (the whole cluster without a
+// topology).
+struct PreemptionScope {
+  bool host_level = true;
+  topo::Level level = topo::Level::kNode;
+};
+PreemptionScope ScopeFor(const ClusterState& c, const PodRequest& pod);
+
+// `admissible(candidate, chosen)` says whether the candidate may be added
+// to the victims already chosen (e.g. its tenant still borrows after them).
+// `committed`: if set, only that domain is considered (a preemptor stays
+// with the domain it chose in an earlier cycle while it still works there).
+std::optional<PreemptionPlan> PlanPreemption(
+    const ClusterState& c, const PodRequest& pod, std::span<const VictimCandidate> candidates,
+    const std::function<bool(const VictimCandidate&, std::span<const size_t> chosen)>& admissible,
+    std::optional<int64_t> committed = std::nullopt);
+
+}  // namespace tidal

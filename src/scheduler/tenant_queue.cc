@@ -1,0 +1,494 @@
+#include "scheduler/tenant_queue.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "framework/gang.h"
+#include "scheduler/preemption.h"
+
+namespace tidal {
+
+using tenancy::TenantId;
+using tenancy::Tier;
+
+Result<TenantOrder> ParseTenantOrder(std::string_view name) {
+  if (name == "fifo") return TenantOrder::kFifo;
+  if (name == "fair-share") return TenantOrder::kFairShare;
+  if (name == "slurm-multifactor") return TenantOrder::kSlurmMultifactor;
+  if (name == "kueue") return TenantOrder::kKueue;
+  if (name == "las") return TenantOrder::kLas;
+  return MakeError(ErrorCode::kInvalidArgument, "unknown queue order '{}'; choose fifo, fair-share, slurm-multifactor, kueue or las",
+                   name);
+}
+
+Result<TenantQueueOptions> TenantQueueOptionsFor(QueuePolicy policy) {
+  TenantQueueOptions o;
+  switch (policy) {
+    case QueuePolicy::kStaticPartitions:
+      o.order = TenantOrder::kFifo;
+      return o;
+    case QueuePolicy::kSlurmMultifactor:
+      o.order = TenantOrder::kSlurmMultifactor;
+      o.quotas = false;
+      return o;
+    case QueuePolicy::kKueue:
+      o.order = TenantOrder::kKueue;
+      o.backfill = false;
+      o.reclaim = true;
+      o.priority_preemption = true;
+      return o;
+    case QueuePolicy::kLas:
+      o.order = TenantOrder::kLas;
+      o.quotas = false;
+      o.backfill = false;
+      o.priority_preemption = true;
+      return o;
+    case QueuePolicy::kTidal:
+      o.order = TenantOrder::kFairShare;
+      o.reclaim = true;
+      o.priority_preemption = true;
+      return o;
+    case QueuePolicy::kFifo:
+    case QueuePolicy::kFifoBackfill:
+      break;
+  }
+  return MakeError(ErrorCode::kInvalidArgument, "queue policy '{}' runs on the FIFO queue, not the tenant queue",
+                   QueuePolicyName(policy));
+}
+
+bool NeedsTenants(QueuePolicy policy) { return UsesTenantQueue(policy) && policy != QueuePolicy::kLas; }
+
+TenantQueue::TenantQueue(Scheduler& scheduler, std::shared_ptr<const tenancy::TenantTree> tree, TenantQueueOptions options)
+    : scheduler_(scheduler), tree_(std::move(tree)), options_(std::move(options)) {
+  if (tree_) {
+    usage_ = *tree_;
+    meter_ = std::make_unique<tenancy::UsageMeter>(*tree_, options_.half_life_s);
+    gpu_res_ = tree_->resource("gpu");
+  }
+  if (!tree_) options_.quotas = false;
+}
+
+TenantId TenantQueue::tenant_of(const Job& job) const {
+  auto it = entries_.find(job.id);
+  return it == entries_.end() ? tenancy::kNoTenant : it->second.tenant;
+}
+
+const Job* TenantQueue::head() const {
+  if (head_ == nullptr) return nullptr;
+  auto it = entries_.find(head_->id);
+  return it != entries_.end() && !it->second.running ? head_ : nullptr;
+}
+
+int64_t TenantQueue::reservation_s() const { return head() != nullptr ? head_reservation_ : kNoReservation; }
+
+void TenantQueue::AddShape(const Entry& e) {
+  auto [it, inserted] = shapes_.try_emplace(e.shape, WaitingShape{e.request, 0});
+  ++it->second.count;
+  if (inserted) ++shapes_version_;
+  waiting_gpu_[e.tenant].insert(e.request.job->TotalGpuMilli());
+}
+
+void TenantQueue::RemoveShape(const Entry& e) {
+  auto& w = waiting_gpu_[e.tenant];
+  w.erase(w.find(e.request.job->TotalGpuMilli()));
+  auto it = shapes_.find(e.shape);
+  if (it == shapes_.end()) return;
+  if (--it->second.count == 0) {
+    shapes_.erase(it);
+    ++shapes_version_;
+  } else if (it->second.request.job == e.job) {
+    for (const Entry* x : waiting_) {
+      if (x->job != e.job && x->shape == e.shape) {
+        it->second.request = x->request;
+        break;
+      }
+    }
+  }
+}
+
+Status TenantQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolvable) {
+  if (!job.duration_s) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "job '{}' ({}) has no duration; a queue needs each job's run time to know when it ends", job.name,
+                     job.source);
+  }
+  if (entries_.contains(job.id)) {
+    return MakeError(ErrorCode::kInvalidArgument, "job id {} ('{}', {}) is already queued or running", job.id, job.name, job.source);
+  }
+  auto request = ResolveRequest(job, scheduler_.cluster().models());
+  if (!request) {
+    unresolvable.push_back({&job, request.error().message});
+    return Ok();
+  }
+  Entry e{.job = &job, .request = std::move(*request)};
+  e.shape = JobShape::Of(e.request);
+  if (tree_) {
+    e.tenant = tree_->Find(job.group);
+    if (e.tenant == tenancy::kNoTenant || !tree_->is_leaf(e.tenant)) {
+      return MakeError(ErrorCode::kNotFound,
+                       "job '{}' ({}) belongs to tenant '{}', which is {} in the tenants file; add it (or a 'groups:' "
+                       "alias) as a leaf tenant",
+                       job.name, job.source, job.group, e.tenant == tenancy::kNoTenant ? "not" : "not a leaf");
+    }
+    e.tier = tree_->spec(e.tenant).tier;
+    const std::string& model = job.gpu_spec.size() == 1 ? job.gpu_spec.front() : std::string();
+    for (tenancy::ResourceId r = 0; r < tree_->num_resources(); ++r) {
+      const std::string& name = tree_->resource_name(r);
+      int64_t v = 0;
+      if (name == "gpu") v = job.TotalGpuMilli();
+      else if (name == "cpu") v = job.cpu_milli;
+      else if (name == "memory") v = job.memory_mib;
+      else if (!model.empty() && name == "gpu/" + model) v = job.TotalGpuMilli();
+      if (v != 0) e.quota.push_back({r, v});
+    }
+    if (options_.quotas) {
+      for (const auto& [r, v] : e.quota) {
+        const int64_t most = tree_->PotentialAvailable(e.tenant, r);
+        if (v > most) {
+          unresolvable.push_back({&job, fmt::format("quota: tenant '{}' can never hold {} {} (its floor plus what it may "
+                                                    "borrow is {}); raise its quota or shrink the job",
+                                                    tree_->name(e.tenant), v, tree_->resource_name(r), most)});
+          return Ok();
+        }
+      }
+    }
+  }
+  e.seq = next_seq_++;
+  e.remaining_s = *job.duration_s;
+  auto [it, _] = entries_.emplace(job.id, std::move(e));
+  it->second.waiting_since = job.submit_time_s.value_or(0);
+  waiting_.push_back(&it->second);
+  AddShape(it->second);
+  return Ok();
+}
+
+void TenantQueue::Account(Entry& e, int sign) {
+  if (!tree_) return;
+  if (sign > 0) usage_.Add(e.tenant, e.quota);
+  else usage_.Remove(e.tenant, e.quota);
+  meter_->AddRate(e.tenant, sign * static_cast<double>(e.request.job->TotalGpuMilli()) / kMilliPerGpu);
+}
+
+Status TenantQueue::Finish(const Job& job) {
+  auto it = entries_.find(job.id);
+  if (it == entries_.end() || !it->second.running) {
+    return MakeError(ErrorCode::kNotFound, "job '{}' ({}) is not running; it cannot finish", job.name, job.source);
+  }
+  Entry& e = it->second;
+  if (meter_) meter_->Advance(e.end_s);
+  TIDAL_RETURN_IF_ERROR(scheduler_.Release(job));
+  Account(e, -1);
+  running_.erase({e.end_s, job.id});
+  entries_.erase(it);
+  return Ok();
+}
+
+int32_t TenantQueue::LasQueue(const Entry& e, int64_t now) const {
+  int64_t attained = e.attained_gpu_s;
+  if (e.running) attained += (now - e.start_s) * GpusOf(e);
+  if (!e.running && options_.las_starvation > 0 && e.executed_s > 0 &&
+      static_cast<double>(now - e.waiting_since) >= options_.las_starvation * static_cast<double>(e.executed_s)) {
+    return 0;
+  }
+  int32_t q = 0;
+  for (int64_t limit : options_.las_limits_gpu_s) {
+    if (attained < limit) break;
+    ++q;
+  }
+  return q;
+}
+
+TenantQueue::OrderKey TenantQueue::KeyOf(const Entry& e, int64_t now) const {
+  OrderKey k{.priority = -e.job->priority, .seq = e.seq};
+  switch (options_.order) {
+    case TenantOrder::kFifo:
+      break;
+    case TenantOrder::kFairShare:
+      if (tree_) {
+        k.cls = usage_.FitsOwnQuota(e.tenant, e.quota) ? 0 : 1;
+        k.value = meter_->NormalizedUsageOverShare(e.tenant);
+      }
+      break;
+    case TenantOrder::kSlurmMultifactor: {
+      const double age = std::min(1.0, static_cast<double>(now - e.job->submit_time_s.value_or(now)) /
+                                           static_cast<double>(std::max<int64_t>(1, options_.slurm_max_age_s)));
+      const double fs = tree_ ? meter_->SlurmFactor(e.tenant) : 1;
+      k.value = -(options_.slurm_weight_fairshare * fs + options_.slurm_weight_age * age);
+      k.priority = 0;
+      break;
+    }
+    case TenantOrder::kKueue:
+      if (tree_) k.cls = usage_.FitsOwnQuota(e.tenant, e.quota) ? 0 : 1;
+      break;
+    case TenantOrder::kLas:
+      k.cls = LasQueue(e, now);
+      k.priority = 0;
+      break;
+  }
+  return k;
+}
+
+bool TenantQueue::AdmitsNow(const Entry& e) const {
+  if (!options_.quotas) return true;
+  if (e.tier == Tier::kGuaranteed) return usage_.FitsOwnQuota(e.tenant, e.quota);
+  return usage_.Fits(e.tenant, e.quota);
+}
+
+bool TenantQueue::ReclaimRight(const Entry& e) const {
+  return options_.reclaim && options_.quotas && e.tier != Tier::kSpot && usage_.FitsOwnQuota(e.tenant, e.quota);
+}
+
+void TenantQueue::Start(Entry& e, const Placement& p, int64_t now, QueuePass& pass) {
+  const int64_t full = run_time_ ? run_time_(*e.job, p) : *e.job->duration_s;
+  e.stretch = *e.job->duration_s > 0 ? static_cast<double>(full) / static_cast<double>(*e.job->duration_s) : 1;
+  int64_t run = static_cast<int64_t>(std::ceil(static_cast<double>(e.remaining_s) * e.stretch - 1e-9));
+  if (e.restarts > 0) run += options_.restart_penalty_s;
+  e.running = true;
+  e.start_s = now;
+  e.end_s = now + run;
+  e.committed_domain.reset();
+  running_.insert({e.end_s, e.job->id});
+  Account(e, +1);
+  pass.started.push_back(e.job);
+  pass.ends.push_back(e.end_s);
+}
+
+int64_t TenantQueue::LostIfPreempted(const Entry& v, int64_t now, int64_t* saved_run_s) const {
+  const int64_t elapsed = now - v.start_s;
+  const int64_t penalty = v.restarts > 0 ? options_.restart_penalty_s : 0;
+  const int64_t useful = std::max<int64_t>(0, elapsed - penalty);
+  const int64_t interval = std::max<int64_t>(1, options_.checkpoint_interval_s);
+  const int64_t saved = useful / interval * interval;
+  if (saved_run_s) *saved_run_s = saved;
+  return (elapsed - saved + options_.restart_penalty_s) * GpusOf(v);
+}
+
+Status TenantQueue::Evict(Entry& v, int64_t now, QueuePass& pass) {
+  int64_t saved = 0;
+  const int64_t lost = LostIfPreempted(v, now, &saved);
+  const int64_t done = static_cast<int64_t>(std::floor(static_cast<double>(saved) / std::max(1e-9, v.stretch)));
+  v.remaining_s = std::max<int64_t>(1, v.remaining_s - done);
+  v.attained_gpu_s += (now - v.start_s) * GpusOf(v);
+  v.executed_s += now - v.start_s;
+  v.running = false;
+  ++v.restarts;
+  v.waiting_since = now;
+  running_.erase({v.end_s, v.job->id});
+  // Back in arrival order (it keeps its sequence number).
+  auto pos = std::lower_bound(waiting_.begin(), waiting_.end(), v.seq, [](const Entry* x, uint64_t s) { return x->seq < s; });
+  waiting_.insert(pos, &v);
+  AddShape(v);
+  pass.preempted.push_back({v.job, lost});
+  return Ok();
+}
+
+Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
+  const bool reclaim = ReclaimRight(e);
+  const bool las = options_.order == TenantOrder::kLas && options_.priority_preemption;
+  const bool prio = options_.priority_preemption && !las;
+  if (!reclaim && !prio && !las) return false;
+  const int32_t my_queue = las ? LasQueue(e, now) : 0;
+  std::vector<VictimCandidate> cands;
+  std::vector<Entry*> cand_entries;
+  for (const auto& [end, id] : running_) {
+    Entry& v = entries_.at(id);
+    if (options_.min_run_s < 0 || now - v.start_s < options_.min_run_s) continue;
+    if (v.start_s == now) continue;  // started in this pass (or this second): not a victim yet
+    bool ok = false;
+    if (las) ok = LasQueue(v, now) > my_queue;
+    if (prio && v.tenant == e.tenant && v.job->priority < e.job->priority) ok = true;
+    if (reclaim && v.tenant != e.tenant && v.tier != Tier::kGuaranteed) ok = true;
+    if (!ok) continue;
+    cands.push_back({v.job, LostIfPreempted(v, now, nullptr), v.tenant});
+    cand_entries.push_back(&v);
+  }
+  if (cands.empty()) return false;
+  // A reclaim victim's tenant must still be borrowing after the victims
+  // chosen before it (a tenant at or below its floor is never a victim).
+  auto admissible = [&](const VictimCandidate& c, std::span<const size_t> chosen) {
+    const Entry& v = *cand_entries[static_cast<size_t>(&c - cands.data())];
+    const bool other_reclaim = reclaim && v.tenant != e.tenant && v.tier != Tier::kGuaranteed;
+    const bool own_prio = prio && v.tenant == e.tenant && v.job->priority < e.job->priority;
+    const bool las_ok = las && LasQueue(v, now) > my_queue;
+    if (own_prio || las_ok) return true;
+    if (!other_reclaim || !gpu_res_) return false;
+    if (v.tier == Tier::kSpot) return true;
+    int64_t usage = usage_.usage(v.tenant, *gpu_res_);
+    for (size_t i : chosen)
+      if (cand_entries[i]->tenant == v.tenant) usage -= cand_entries[i]->request.job->TotalGpuMilli();
+    return usage > usage_.subtree(v.tenant, *gpu_res_);
+  };
+  auto plan = PlanPreemption(scheduler_.cluster(), e.request, cands, admissible, e.committed_domain);
+  if (!plan && e.committed_domain) {
+    e.committed_domain.reset();  // the committed domain no longer works: choose again
+    plan = PlanPreemption(scheduler_.cluster(), e.request, cands, admissible, std::nullopt);
+  }
+  if (!plan) return false;
+  e.committed_domain = plan->domain;
+  // What-if on the real placer: release the victims, try, restore on failure.
+  std::vector<std::pair<Entry*, Placement>> saved;
+  for (size_t i : plan->victims) {
+    Entry& v = *cand_entries[i];
+    saved.push_back({&v, *scheduler_.cluster().FindAllocation(v.job->id)});
+    TIDAL_RETURN_IF_ERROR(scheduler_.Release(*v.job));
+    Account(v, -1);
+  }
+  Result<Placement> placed = MakeError(ErrorCode::kUnschedulable, "quota");
+  if (AdmitsNow(e)) placed = scheduler_.TrySchedule(*e.job);
+  if (!placed) {
+    for (auto& [v, p] : saved) {
+      TIDAL_RETURN_IF_ERROR(scheduler_.Bind(*v->job, std::move(p)));
+      Account(*v, +1);
+    }
+    return false;
+  }
+  for (auto& [v, p] : saved) TIDAL_RETURN_IF_ERROR(Evict(*v, now, pass));
+  TIDAL_RETURN_IF_ERROR(scheduler_.Bind(*e.job, std::move(*placed)));
+  Start(e, *scheduler_.cluster().FindAllocation(e.job->id), now, pass);
+  return true;
+}
+
+Result<QueuePass> TenantQueue::Schedule(int64_t now) {
+  QueuePass pass;
+  scheduler_.set_now(now);
+  if (meter_) meter_->Advance(now);
+  if (largest_node_gpus_ < 0) largest_node_gpus_ = gang::LargestNodeGpus(scheduler_.cluster());
+  std::vector<std::pair<OrderKey, Entry*>> order;
+  order.reserve(waiting_.size());
+  for (Entry* e : waiting_) order.push_back({KeyOf(*e, now), e});
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+
+  head_ = nullptr;
+  head_reservation_ = kNoReservation;
+  BackfillReservation reservation;
+  const Entry* holder = nullptr;
+  std::set<JobShape> unfit;        // shapes that did not fit in this pass (capacity only shrinks...)
+  std::set<JobShape> no_victims;   // ...unless a preemption frees some: both are cleared then
+  std::vector<uint8_t> started(order.size(), 0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    Entry& e = *order[i].second;
+    if (e.running) continue;  // started by an earlier step of this pass
+    if (!AdmitsNow(e)) {
+      // Quota: skipped, unless it reclaims its own floor from borrowers.
+      if (ReclaimRight(e) && !no_victims.contains(e.shape)) {
+        const size_t before = pass.preempted.size();
+        TIDAL_ASSIGN_OR_RETURN(bool ok, TryPreempt(e, now, pass));
+        if (ok) {
+          started[i] = 1;
+          if (pass.preempted.size() != before) unfit.clear();
+          continue;
+        }
+        no_victims.insert(e.shape);
+      }
+      continue;
+    }
+    Result<const Placement*> bound = MakeError(ErrorCode::kUnschedulable, "did not fit earlier in this pass");
+    const bool long_job = holder != nullptr && now + static_cast<int64_t>(std::ceil(e.remaining_s * e.stretch)) >
+                                                   reservation.time_s();
+    if (!unfit.contains(e.shape)) {
+      if (long_job && reservation.fitting_nodes() > 0) scheduler_.set_reserved_nodes(reservation.fits());
+      bound = scheduler_.ScheduleAndBind(*e.job);
+      scheduler_.set_reserved_nodes({});
+    }
+    if (bound) {
+      if (holder != nullptr && reservation.time_s() != kNoReservation) {
+        const int64_t full = run_time_ ? run_time_(*e.job, **bound) : *e.job->duration_s;
+        const double stretch = *e.job->duration_s > 0 ? static_cast<double>(full) / static_cast<double>(*e.job->duration_s) : 1;
+        const int64_t run = static_cast<int64_t>(std::ceil(static_cast<double>(e.remaining_s) * stretch - 1e-9)) +
+                            (e.restarts > 0 ? options_.restart_penalty_s : 0);
+        if (now + run > reservation.time_s() && !reservation.Take(holder->request, **bound)) {
+          TIDAL_RETURN_IF_ERROR(scheduler_.Release(*e.job));
+          continue;  // it would delay the reserved job
+        }
+        ++pass.backfilled;
+      }
+      Start(e, **bound, now, pass);
+      started[i] = 1;
+      continue;
+    }
+    const ErrorCode code = bound.error().code;
+    if (code == ErrorCode::kUnresolvable || (code == ErrorCode::kUnschedulable && running_.empty())) {
+      pass.unresolvable.push_back(
+          {e.job, code == ErrorCode::kUnresolvable
+                      ? bound.error().message
+                      : fmt::format("job '{}' ({}) does not fit even on the empty cluster ({}); shrink the request or "
+                                    "add capacity",
+                                    e.job->name, e.job->source, bound.error().message)});
+      started[i] = 2;
+      continue;
+    }
+    if (code != ErrorCode::kUnschedulable && code != ErrorCode::kDeferred) return std::unexpected(bound.error());
+    if (code == ErrorCode::kUnschedulable) unfit.insert(e.shape);
+    if (!no_victims.contains(e.shape)) {
+      const size_t before = pass.preempted.size();
+      TIDAL_ASSIGN_OR_RETURN(bool ok, TryPreempt(e, now, pass));
+      if (ok) {
+        started[i] = 1;
+        if (pass.preempted.size() != before) unfit.clear();
+        continue;
+      }
+      no_victims.insert(e.shape);
+    }
+    if (holder == nullptr) {
+      head_ = e.job;
+      if (options_.backfill) {
+        holder = &e;
+        reservation.Compute(scheduler_.cluster(), running_, e.request, now,
+                            {.compact = code == ErrorCode::kDeferred,
+                             .gangs_gather = scheduler_.framework().profile().gang != nullptr,
+                             .largest_node_gpus = largest_node_gpus_});
+        head_reservation_ = reservation.time_s();
+      } else if (options_.strict_fifo) {
+        break;
+      }
+    }
+  }
+  // Drop started and unresolvable jobs from the waiting list (victims
+  // evicted in this pass are in it already).
+  std::vector<Entry*> keep;
+  keep.reserve(waiting_.size());
+  std::set<const Entry*> gone;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (started[i] == 2) gone.insert(order[i].second);
+  for (Entry* e : waiting_)
+    if (!e->running && !gone.contains(e)) keep.push_back(e);
+  waiting_ = std::move(keep);
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (started[i] == 0) continue;
+    RemoveShape(*order[i].second);
+    if (started[i] == 2) entries_.erase(order[i].second->job->id);
+  }
+  return pass;
+}
+
+std::vector<TenantStatus> TenantQueue::TenantStatuses() const {
+  std::vector<TenantStatus> out;
+  if (!tree_ || !gpu_res_) return out;
+  for (TenantId t : tree_->Leaves()) {
+    TenantStatus s{.tenant = t,
+                   .usage_gpu_milli = usage_.usage(t, *gpu_res_),
+                   .floor_gpu_milli = usage_.subtree(t, *gpu_res_)};
+    if (auto it = waiting_gpu_.find(t); it != waiting_gpu_.end() && !it->second.empty()) {
+      s.waiting = static_cast<int64_t>(it->second.size());
+      s.min_waiting_gpu_milli = *it->second.begin();
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+Status TenantQueue::CheckInvariants() const {
+  if (!tree_) return Ok();
+  tenancy::TenantTree fresh = *tree_;
+  for (const auto& [id, e] : entries_)
+    if (e.running) fresh.Add(e.tenant, e.quota);
+  if (fresh.raw_usage() != usage_.raw_usage()) {
+    return MakeError(ErrorCode::kInternal, "quota usage drifted from the running jobs' requests");
+  }
+  if (usage_.RecountUsage() != usage_.raw_usage()) {
+    return MakeError(ErrorCode::kInternal, "inner tenants' usage differs from the recount over the leaves");
+  }
+  return Ok();
+}
+
+}  // namespace tidal

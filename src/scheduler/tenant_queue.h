@@ -1,0 +1,202 @@
+// The tenant queue: one shared pool in which every tenant keeps a
+// guaranteed floor, borrows what others leave idle and gets it back by
+// preemption when it needs it (docs/tenancy.md). The same object serves the
+// simulator and, later, the daemon; the Scheduler stays the only writer of
+// ClusterState.
+//
+// A pass at time `now`:
+//  1. orders the waiting jobs by the policy (see TenantOrder);
+//  2. walks them in order. A job is admitted if its request fits its
+//     tenant's quota (tenancy::TenantTree::Fits: own idle floor, or
+//     borrowing within the cohort's idle quota and its borrowing limit);
+//     `guaranteed`-tier jobs only within their own floor. A job the quota
+//     does not admit is skipped (it does not block other tenants) unless it
+//     has a right to reclaim: it fits within its tenant's own floor, so the
+//     quota it lacks is held by borrowers — then their jobs are preempted.
+//  3. an admitted job is placed by the profile's placer. If it does not fit
+//     and it has a right to capacity (reclaim of its floor, or a higher
+//     priority than running jobs of its tenant; LAS: a higher queue than
+//     running jobs anywhere), the smallest-cost victim set inside the domain
+//     it will use is sought (scheduler/preemption.h) and checked on the
+//     real placer before anything is evicted: victims are released, the
+//     job is tried, and the victims go back untouched if it still does not
+//     fit. A preemptor stays committed to the domain it chose.
+//  4. otherwise, with backfill, the first job that does not fit gets an EASY
+//     reservation (scheduler/reservation.h) and later jobs may start only if
+//     they end by it or leave room for it; without backfill a job that does
+//     not fit is skipped (Kueue's BestEffortFIFO) or, with strict FIFO,
+//     blocks all later jobs.
+//
+// Preempted jobs go back to the queue with their original arrival order
+// and resume from their last checkpoint: checkpoints are taken every
+// `checkpoint_interval_s` of run time; the work since the last one is lost,
+// and each restart costs `restart_penalty_s` of run time. Gangs are always
+// preempted whole.
+//
+// Invariants (checked by property tests): no guaranteed-tier job is ever
+// preempted by another tenant; a tenant at or below its floor is never a
+// reclaim victim; the quota tree's usage is the sum of the running jobs'.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "scheduler/queue.h"
+#include "scheduler/reservation.h"
+#include "scheduler/scheduler.h"
+#include "tenancy/fair_share.h"
+#include "tenancy/tenant_tree.h"
+
+namespace tidal {
+
+enum class TenantOrder {
+  kFifo,              // priority, then arrival
+  kFairShare,         // within-floor jobs first, then decayed usage / share, priority, arrival (tidal)
+  kSlurmMultifactor,  // Slurm: W_fs 2^(-U/S) + W_age min(1, age / max_age), then arrival
+  kKueue,             // Kueue's heads: not borrowing first, then priority, then arrival
+  kLas,               // Tiresias 2D-LAS: discretised attained GPU-service queues, FIFO inside
+};
+
+struct TenantQueueOptions {
+  TenantOrder order = TenantOrder::kFairShare;
+  bool quotas = true;            // admit by the tenant tree; false: one pool, no quota check
+  bool backfill = true;          // EASY reservation for the first job that does not fit
+  bool strict_fifo = false;      // without backfill: a job that does not fit blocks all later ones
+  bool reclaim = false;          // preempt borrowers to give a tenant its floor back
+  bool priority_preemption = false;  // higher priority within a tenant (LAS: higher queue, anywhere)
+  double half_life_s = 7 * 86400.0;  // fair-share usage decay (Slurm PriorityDecayHalfLife)
+  // Slurm multifactor (PriorityWeightFairshare, PriorityWeightAge, PriorityMaxAge).
+  double slurm_weight_fairshare = 10000;
+  double slurm_weight_age = 1000;
+  int64_t slurm_max_age_s = 7 * 86400;
+  // Tiresias: queue limits on attained GPU-seconds (Q0 below the first,
+  // ...); a waiting job whose wait reaches `las_starvation` x its executed
+  // time returns to Q0 (0: never).
+  std::vector<int64_t> las_limits_gpu_s = {3600};
+  double las_starvation = 0;
+  int64_t checkpoint_interval_s = 1800;
+  int64_t restart_penalty_s = 60;
+  int64_t min_run_s = 0;  // a job runs this long before it may be preempted; < 0: never
+};
+
+// One tenant's state after a pass (leaves only).
+struct TenantStatus {
+  tenancy::TenantId tenant = tenancy::kNoTenant;
+  int64_t usage_gpu_milli = 0;
+  int64_t floor_gpu_milli = 0;
+  int64_t waiting = 0;
+  // The smallest GPU request among its waiting jobs (milli-GPU), -1 if none.
+  int64_t min_waiting_gpu_milli = -1;
+};
+
+class TenantQueue : public WorkQueue {
+ public:
+  // `tree` may be null with options.quotas false (one pool; jobs' tenants
+  // are then only used for fair share when the tree exists).
+  TenantQueue(Scheduler& scheduler, std::shared_ptr<const tenancy::TenantTree> tree, TenantQueueOptions options);
+
+  Status Push(const Job& job, std::vector<UnresolvableJob>& unresolvable) override;
+  Status Finish(const Job& job) override;
+  void SetRunTime(RunTime run_time) override { run_time_ = std::move(run_time); }
+  Result<QueuePass> Schedule(int64_t now) override;
+  size_t waiting() const override { return waiting_.size(); }
+  size_t running() const override { return running_.size(); }
+  const std::map<JobShape, WaitingShape>& waiting_shapes() const override { return shapes_; }
+  uint64_t shapes_version() const override { return shapes_version_; }
+  const Job* head() const override;
+  int64_t reservation_s() const override;
+
+  const tenancy::TenantTree* tree() const { return tree_.get(); }
+  const tenancy::TenantTree& usage_tree() const { return usage_; }
+  tenancy::TenantId tenant_of(const Job& job) const;
+  std::vector<TenantStatus> TenantStatuses() const;
+  // Checks the quota usage against the running jobs (tests).
+  Status CheckInvariants() const;
+
+ private:
+  struct Entry {
+    const Job* job = nullptr;
+    PodRequest request;
+    JobShape shape;
+    tenancy::TenantId tenant = tenancy::kNoTenant;
+    tenancy::QuotaRequest quota;
+    tenancy::Tier tier = tenancy::Tier::kStandard;
+    uint64_t seq = 0;
+    int64_t remaining_s = 0;   // base run seconds still to do
+    int64_t attained_gpu_s = 0;  // executed GPU-seconds over all runs (LAS)
+    int64_t executed_s = 0;    // executed seconds over all runs
+    int64_t waiting_since = 0;
+    int32_t restarts = 0;
+    bool running = false;
+    int64_t start_s = 0, end_s = 0;
+    double stretch = 1;        // run seconds per base second on this placement
+    std::optional<int64_t> committed_domain;
+  };
+  struct OrderKey {
+    int32_t cls = 0;     // within-floor / LAS queue / ...
+    double value = 0;    // fair share, -slurm priority
+    int32_t priority = 0;
+    uint64_t seq = 0;
+    auto operator<=>(const OrderKey&) const = default;
+  };
+
+  OrderKey KeyOf(const Entry& e, int64_t now) const;
+  int32_t LasQueue(const Entry& e, int64_t now) const;
+  int64_t GpusOf(const Entry& e) const { return e.request.num_gpu(); }
+  void AddShape(const Entry& e);
+  void RemoveShape(const Entry& e);
+  void Start(Entry& e, const Placement& p, int64_t now, QueuePass& pass);
+  void Account(Entry& e, int sign);
+  bool AdmitsNow(const Entry& e) const;
+  bool ReclaimRight(const Entry& e) const;
+  // Tries to make room for e by preemption; true if e was started.
+  Result<bool> TryPreempt(Entry& e, int64_t now, QueuePass& pass);
+  int64_t LostIfPreempted(const Entry& v, int64_t now, int64_t* saved_run_s) const;
+  Status Evict(Entry& v, int64_t now, QueuePass& pass);
+
+  Scheduler& scheduler_;
+  std::shared_ptr<const tenancy::TenantTree> tree_;
+  tenancy::TenantTree usage_;  // the tree with live usage (copy of *tree_)
+  TenantQueueOptions options_;
+  std::unique_ptr<tenancy::UsageMeter> meter_;
+  std::optional<tenancy::ResourceId> gpu_res_;
+  RunTime run_time_;
+
+  std::unordered_map<JobId, Entry> entries_;
+  std::vector<Entry*> waiting_;  // arrival order
+  std::set<std::pair<int64_t, JobId>> running_;  // (end time, id)
+  uint64_t next_seq_ = 0;
+  std::map<JobShape, WaitingShape> shapes_;
+  uint64_t shapes_version_ = 0;
+  std::map<tenancy::TenantId, std::multiset<int64_t>> waiting_gpu_;  // per tenant: waiting requests
+  const Job* head_ = nullptr;
+  int64_t head_reservation_ = kNoReservation;
+  int32_t largest_node_gpus_ = -1;
+};
+
+Result<TenantOrder> ParseTenantOrder(std::string_view name);
+
+// How each tenant-queue policy is configured (docs/tenancy.md):
+//  static-partitions: quotas without borrowing (the caller gives a tree
+//      whose leaves have borrowing_limit 0), FIFO + backfill, no preemption;
+//  slurm-multifactor: one pool, Slurm's multifactor priority (fair share
+//      with decay + age) + backfill, no preemption (PreemptType=none);
+//  kueue: cohorts with borrowing, Kueue's head order, BestEffortFIFO (no
+//      backfill reservation), reclaim within the cohort and lower-priority
+//      preemption within a queue;
+//  las: one pool, Tiresias 2D-LAS, preemptive, no backfill;
+//  tidal: elastic quotas, fair share, EASY backfill, reclaim and priority
+//      preemption with minimal-loss, domain-local victims.
+// fifo and fifo-backfill are JobQueue's: an error here.
+Result<TenantQueueOptions> TenantQueueOptionsFor(QueuePolicy policy);
+// Whether the policy needs a tenant tree (all but las do; slurm uses it for fair share).
+bool NeedsTenants(QueuePolicy policy);
+
+}  // namespace tidal
