@@ -1,5 +1,6 @@
 // `tidal sim compare --config FILE [--json] [--out DIR] [--threads N]`: a
 // matrix of queue replays (placers x loads x seeds) in one command, one table.
+#include <algorithm>
 #include <unistd.h>
 
 #include <memory>
@@ -38,7 +39,33 @@ int Run(const CompareArgs& a) {
     fmt::print("{}\n", sim::CompareJson(*config, *rows).dump(2));
     return 0;
   }
-  fmt::print("placement comparison {} ({} runs)\n{}", config->name, rows->size(), sim::CompareTable(*rows));
+  const bool tenant_compare =
+      std::any_of(rows->begin(), rows->end(), [](const sim::CompareRow& r) { return r.policy == "tidal"; });
+  fmt::print("{} comparison {} ({} runs)\n{}", tenant_compare ? "tenant" : "placement", config->name, rows->size(),
+             sim::CompareTable(*rows));
+  if (tenant_compare) {
+    fmt::print("targets (tidal against the other policies, wait = JCT - time run, mean over seeds):\n");
+    for (const auto& t : sim::CompareTenantTargets(*rows)) {
+      const bool by_load = t.contains("load");
+      auto yes = [&](const char* k) {
+        return !t.contains(k) || t[k].is_null() ? std::string("n/a") : std::string(t[k].get<bool>() ? "yes" : "NO");
+      };
+      fmt::print("  {} {:g}: wait {:.0f} s vs best other {:.0f} s ({}) -> <= half: {}; vs static {} -> <= tenth: {}; p99 "
+                 "{:.0f} vs {:.0f} ({}) -> no worse: {}; violations {:g} -> zero: {}; lost GPU-h {:.1f} -> fewer than "
+                 "kueue: {}, slurm: {}\n",
+                 by_load ? "load" : "time scale", by_load ? t["load"].get<double>() : t["time_scale"].get<double>(),
+                 t["tidal_wait_mean"].get<double>(), t["best_other_wait_mean"].get<double>(),
+                 t["best_other_wait_by"].get<std::string>(), yes("wait_at_most_half_best_other"),
+                 t.contains("static_partitions_wait_mean") ? fmt::format("{:.0f} s", t["static_partitions_wait_mean"].get<double>()) : "n/a",
+                 yes("wait_at_most_tenth_static"), t["tidal_wait_p99"].get<double>(), t["best_other_wait_p99"].get<double>(),
+                 t["best_other_p99_by"].get<std::string>(), yes("p99_no_worse_than_best_other"),
+                 t["tidal_guarantee_violations"].get<double>(), yes("zero_guarantee_violations"),
+                 t["tidal_lost_gpu_hours"].get<double>(), yes("fewer_lost_gpu_hours_than_kueue"),
+                 yes("fewer_lost_gpu_hours_than_slurm-multifactor"));
+    }
+    if (!a.out.empty()) fmt::print("wrote {0}/report.html, {0}/rows.json and {0}/rows.csv\n", a.out);
+    return 0;
+  }
   fmt::print("targets (topo against the other placers, mean over seeds):\n");
   for (const auto& t : sim::CompareTargets(*rows)) {
     const bool by_load = t.contains("load");

@@ -54,6 +54,7 @@ void PrintSummary(const sim::QueueSimResult& r) {
              r.jobs_finished, r.jobs_unresolvable, r.backfilled, r.makespan_s, r.max_waiting);
   row("queue delay (s)", r.queue_delay_s);
   row("JCT (s)", r.jct_s);
+  if (r.preemptions > 0) row("wait (s)", r.wait_s);
   fmt::print("  GPU allocation rate {:.4f}   stranded GPU share {:.4f}, idle {:.4f} (while jobs wait: {:.1f}% of the run)\n",
              r.allocation_rate, r.stranded_gpu_share, r.idle_gpu_share_while_waiting, 100.0 * r.waiting_time_share);
   if (!r.tenants.empty()) {

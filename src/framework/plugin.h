@@ -69,6 +69,9 @@ struct CycleContext {
   // should prefer other nodes, so a backfilled job does not take the
   // capacity the head is waiting for. Empty outside backfill.
   std::span<const uint8_t> reserved_nodes;
+  // The queue needs a placement now if there is one (a job reclaiming its
+  // tenant's floor): placers must not defer it for a better one.
+  bool no_defer = false;
 };
 
 class Plugin {

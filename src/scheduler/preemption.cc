@@ -79,6 +79,79 @@ std::optional<PreemptionPlan> PlanPreemption(
   }
 
   std::optional<PreemptionPlan> best;
+  auto consider = [&](PreemptionPlan plan) {
+    for (size_t i : plan.victims) plan.cost += candidates[i].cost;
+    if (!best || plan.cost < best->cost || (plan.cost == best->cost && plan.victims.size() < best->victims.size())) {
+      best = std::move(plan);
+    }
+  };
+  if (!scope.host_level && pod.gpu_milli() >= kMilliPerGpu) {
+    // A gang over several hosts: free whole hosts (a compact placement is
+    // whole hosts under one switch), the cheapest to empty first.
+    std::map<NodeId, std::vector<size_t>> on_node;   // candidates with GPUs on a node
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const Placement* p = c.FindAllocation(candidates[i].job->id);
+      if (p == nullptr) continue;
+      for (const NodeAssignment& a : p->assignments) on_node[a.node].push_back(i);
+    }
+    std::map<int64_t, std::vector<NodeId>> nodes_in;
+    for (NodeId n = 0; n < c.num_nodes(); ++n)
+      if (node_ok(n)) nodes_in[domain_of(n)].push_back(n);
+    for (auto& [d, nodes] : nodes_in) {
+      if (committed && d != *committed) continue;
+      // A node can be emptied if every GPU not free is held by candidates.
+      struct HostCost {
+        NodeId n;
+        int64_t cost;
+      };
+      std::vector<HostCost> hosts;
+      for (NodeId n : nodes) {
+        int32_t held = 0;
+        int64_t cost = 0;
+        std::vector<size_t> vs = on_node[n];
+        std::sort(vs.begin(), vs.end());
+        vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
+        for (size_t i : vs) {
+          const Placement* p = c.FindAllocation(candidates[i].job->id);
+          for (const NodeAssignment& a : p->assignments)
+            if (a.node == n) held += static_cast<int32_t>(a.gpus.size());
+          cost += candidates[i].cost;
+        }
+        if (c.free_whole_gpus(n) + held < c.gpu_count(n)) continue;  // others' jobs stay on it
+        hosts.push_back({n, cost});
+      }
+      std::sort(hosts.begin(), hosts.end(), [](const HostCost& a, const HostCost& b) {
+        return a.cost != b.cost ? a.cost < b.cost : a.n < b.n;
+      });
+      PreemptionPlan plan{.domain = d};
+      std::vector<uint8_t> chosen(candidates.size(), 0);
+      int64_t got = 0;
+      for (const HostCost& h : hosts) {
+        if (got >= pod.num_gpu()) break;
+        std::vector<size_t> add;
+        bool ok = true;
+        for (size_t i : on_node[h.n]) {
+          if (chosen[i] || std::find(add.begin(), add.end(), i) != add.end()) continue;
+          std::vector<size_t> trial = plan.victims;
+          trial.insert(trial.end(), add.begin(), add.end());
+          if (!admissible(candidates[i], trial)) {
+            ok = false;
+            break;
+          }
+          add.push_back(i);
+        }
+        if (!ok) continue;
+        for (size_t i : add) {
+          chosen[i] = 1;
+          plan.victims.push_back(i);
+        }
+        got += c.gpu_count(h.n);
+      }
+      if (got < pod.num_gpu() || plan.victims.empty()) continue;
+      consider(std::move(plan));
+    }
+    return best;
+  }
   for (auto& [d, list] : freed) {
     if (committed && d != *committed) continue;
     const int64_t need = pod.num_gpu() - have[d];
@@ -116,10 +189,7 @@ std::optional<PreemptionPlan> PlanPreemption(
     for (size_t k = 0; k < keep.size(); ++k)
       if (keep[k]) kept.push_back(plan.victims[k]);
     plan.victims = std::move(kept);
-    for (size_t i : plan.victims) plan.cost += candidates[i].cost;
-    if (!best || plan.cost < best->cost || (plan.cost == best->cost && plan.victims.size() < best->victims.size())) {
-      best = std::move(plan);
-    }
+    consider(std::move(plan));
   }
   return best;
 }

@@ -4,7 +4,7 @@ namespace tidal {
 
 Result<Placement> Scheduler::TrySchedule(const Job& job) {
   TIDAL_ASSIGN_OR_RETURN(PodRequest pod, ResolveRequest(job, cluster_.models()));
-  CycleContext ctx{cluster_, rng_, now_s_, cost_, nullptr, reserved_};
+  CycleContext ctx{cluster_, rng_, now_s_, cost_, nullptr, reserved_, no_defer_};
   return framework_.Schedule(ctx, pod);
 }
 

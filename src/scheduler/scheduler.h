@@ -41,6 +41,8 @@ class Scheduler {
   // Nodes the queue's backfill reservation counts on (CycleContext::
   // reserved_nodes); borrowed, empty to clear.
   void set_reserved_nodes(std::span<const uint8_t> nodes) { reserved_ = nodes; }
+  // CycleContext::no_defer for the next cycles, until cleared.
+  void set_no_defer(bool v) { no_defer_ = v; }
   // Attaches a topology to the cluster; only before anything is bound.
   Status AttachTopology(std::shared_ptr<const topo::Topology> t) { return cluster_.AttachTopology(std::move(t)); }
 
@@ -51,6 +53,7 @@ class Scheduler {
   int64_t now_s_ = 0;
   PlacementCost* cost_ = nullptr;
   std::span<const uint8_t> reserved_;
+  bool no_defer_ = false;
 };
 
 }  // namespace tidal

@@ -47,6 +47,7 @@ Result<TenantQueueOptions> TenantQueueOptionsFor(QueuePolicy policy) {
       o.order = TenantOrder::kFairShare;
       o.reclaim = true;
       o.priority_preemption = true;
+      o.las_on_borrowed = true;
       return o;
     case QueuePolicy::kFifo:
     case QueuePolicy::kFifoBackfill:
@@ -153,6 +154,9 @@ Status TenantQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolva
       }
     }
   }
+  auto [sid, added] = shape_ids_.try_emplace(e.shape, static_cast<int32_t>(shape_ids_.size()));
+  e.shape_id = sid->second;
+  if (added) unfit_.push_back(0);
   e.seq = next_seq_++;
   e.remaining_s = *job.duration_s;
   auto [it, _] = entries_.emplace(job.id, std::move(e));
@@ -180,6 +184,7 @@ Status TenantQueue::Finish(const Job& job) {
   Account(e, -1);
   running_.erase({e.end_s, job.id});
   entries_.erase(it);
+  std::fill(unfit_.begin(), unfit_.end(), 0);  // capacity grew
   return Ok();
 }
 
@@ -205,9 +210,10 @@ TenantQueue::OrderKey TenantQueue::KeyOf(const Entry& e, int64_t now) const {
       break;
     case TenantOrder::kFairShare:
       if (tree_) {
-        k.cls = usage_.FitsOwnQuota(e.tenant, e.quota) ? 0 : 1;
+        k.cls = options_.floor_first && !usage_.FitsOwnQuota(e.tenant, e.quota) ? 1 : 0;
         k.value = meter_->NormalizedUsageOverShare(e.tenant);
       }
+      if (options_.las_on_borrowed) k.cls = k.cls * 1024 + LasQueue(e, now);
       break;
     case TenantOrder::kSlurmMultifactor: {
       const double age = std::min(1.0, static_cast<double>(now - e.job->submit_time_s.value_or(now)) /
@@ -232,6 +238,13 @@ bool TenantQueue::AdmitsNow(const Entry& e) const {
   if (!options_.quotas) return true;
   if (e.tier == Tier::kGuaranteed) return usage_.FitsOwnQuota(e.tenant, e.quota);
   return usage_.Fits(e.tenant, e.quota);
+}
+
+bool TenantQueue::OthersHoldFloor(const Entry& e) const {
+  if (!gpu_res_) return false;
+  const ClusterState& c = scheduler_.cluster();
+  const int64_t free = c.total_gpu_milli() - c.total_gpu_milli_allocated();
+  return free + usage_.usage(e.tenant, *gpu_res_) < usage_.subtree(e.tenant, *gpu_res_);
 }
 
 bool TenantQueue::ReclaimRight(const Entry& e) const {
@@ -284,12 +297,22 @@ Status TenantQueue::Evict(Entry& v, int64_t now, QueuePass& pass) {
 
 Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
   const bool reclaim = ReclaimRight(e);
+  const bool floor_held = reclaim && OthersHoldFloor(e);
   const bool las = options_.order == TenantOrder::kLas && options_.priority_preemption;
   const bool prio = options_.priority_preemption && !las;
-  if (!reclaim && !prio && !las) return false;
-  const int32_t my_queue = las ? LasQueue(e, now) : 0;
-  std::vector<VictimCandidate> cands;
+  const bool las_borrowed = options_.las_on_borrowed && options_.quotas && gpu_res_.has_value();
+  if (!reclaim && !prio && !las && !las_borrowed) return false;
+  const int32_t my_queue = las || las_borrowed ? LasQueue(e, now) : 0;
+  // A victim's tenant must still be borrowing after the victims chosen
+  // before it (a tenant at or below its floor is never a victim).
   std::vector<Entry*> cand_entries;
+  auto still_borrowing = [&](const Entry& v, std::span<const size_t> chosen) {
+    int64_t usage = usage_.usage(v.tenant, *gpu_res_);
+    for (size_t i : chosen)
+      if (cand_entries[i]->tenant == v.tenant) usage -= cand_entries[i]->request.job->TotalGpuMilli();
+    return usage > usage_.subtree(v.tenant, *gpu_res_);
+  };
+  std::vector<VictimCandidate> cands;
   for (const auto& [end, id] : running_) {
     Entry& v = entries_.at(id);
     if (options_.min_run_s < 0 || now - v.start_s < options_.min_run_s) continue;
@@ -298,25 +321,22 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     if (las) ok = LasQueue(v, now) > my_queue;
     if (prio && v.tenant == e.tenant && v.job->priority < e.job->priority) ok = true;
     if (reclaim && v.tenant != e.tenant && v.tier != Tier::kGuaranteed) ok = true;
+    if (las_borrowed && v.tier != Tier::kGuaranteed && LasQueue(v, now) > my_queue) ok = true;
     if (!ok) continue;
     cands.push_back({v.job, LostIfPreempted(v, now, nullptr), v.tenant});
     cand_entries.push_back(&v);
   }
   if (cands.empty()) return false;
-  // A reclaim victim's tenant must still be borrowing after the victims
-  // chosen before it (a tenant at or below its floor is never a victim).
   auto admissible = [&](const VictimCandidate& c, std::span<const size_t> chosen) {
     const Entry& v = *cand_entries[static_cast<size_t>(&c - cands.data())];
     const bool other_reclaim = reclaim && v.tenant != e.tenant && v.tier != Tier::kGuaranteed;
     const bool own_prio = prio && v.tenant == e.tenant && v.job->priority < e.job->priority;
     const bool las_ok = las && LasQueue(v, now) > my_queue;
     if (own_prio || las_ok) return true;
-    if (!other_reclaim || !gpu_res_) return false;
-    if (v.tier == Tier::kSpot) return true;
-    int64_t usage = usage_.usage(v.tenant, *gpu_res_);
-    for (size_t i : chosen)
-      if (cand_entries[i]->tenant == v.tenant) usage -= cand_entries[i]->request.job->TotalGpuMilli();
-    return usage > usage_.subtree(v.tenant, *gpu_res_);
+    if (v.tier == Tier::kSpot && (other_reclaim || las_borrowed)) return true;
+    const bool borrowed_las = las_borrowed && v.tier != Tier::kGuaranteed && LasQueue(v, now) > my_queue;
+    if (!(other_reclaim || borrowed_las) || !gpu_res_) return false;
+    return still_borrowing(v, chosen);
   };
   auto plan = PlanPreemption(scheduler_.cluster(), e.request, cands, admissible, e.committed_domain);
   if (!plan && e.committed_domain) {
@@ -335,6 +355,13 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
   }
   Result<Placement> placed = MakeError(ErrorCode::kUnschedulable, "quota");
   if (AdmitsNow(e)) placed = scheduler_.TrySchedule(*e.job);
+  if (!placed && placed.error().code == ErrorCode::kDeferred && floor_held) {
+    // Reclaiming its floor, which others held in part: take the best
+    // placement the room made for it allows.
+    scheduler_.set_no_defer(true);
+    placed = scheduler_.TrySchedule(*e.job);
+    scheduler_.set_no_defer(false);
+  }
   if (!placed) {
     for (auto& [v, p] : saved) {
       TIDAL_RETURN_IF_ERROR(scheduler_.Bind(*v->job, std::move(p)));
@@ -353,6 +380,19 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   scheduler_.set_now(now);
   if (meter_) meter_->Advance(now);
   if (largest_node_gpus_ < 0) largest_node_gpus_ = gang::LargestNodeGpus(scheduler_.cluster());
+  // Without preemption, when no waiting shape fits since the last release
+  // nothing can start: skip the pass (the order and reservation are unchanged
+  // in effect; the reserved job keeps its reservation).
+  if (!options_.reclaim && !options_.priority_preemption && !waiting_.empty()) {
+    bool any = false;
+    for (const Entry* e : waiting_) {
+      if (!unfit_[static_cast<size_t>(e->shape_id)]) {
+        any = true;
+        break;
+      }
+    }
+    if (!any) return pass;
+  }
   std::vector<std::pair<OrderKey, Entry*>> order;
   order.reserve(waiting_.size());
   for (Entry* e : waiting_) order.push_back({KeyOf(*e, now), e});
@@ -362,30 +402,40 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   head_reservation_ = kNoReservation;
   BackfillReservation reservation;
   const Entry* holder = nullptr;
-  std::set<JobShape> unfit;        // shapes that did not fit in this pass (capacity only shrinks...)
-  std::set<JobShape> no_victims;   // ...unless a preemption frees some: both are cleared then
+  // Shapes that did not fit since the last release (capacity only shrinks
+  // between releases; a preemption is a release). Preemption searches that
+  // found nothing are remembered for this pass only (new jobs start).
+  std::vector<uint8_t>& unfit = unfit_;
+  std::vector<uint8_t> no_victims(shape_ids_.size(), 0);
+  // Per shape, the shortest remaining run that was found to delay the
+  // reserved job in this pass: as long or longer ones of that shape are
+  // skipped without a placement attempt (a policy rule, as in JobQueue).
+  std::vector<int64_t> delays_reserved(shape_ids_.size(), kNoReservation);
   std::vector<uint8_t> started(order.size(), 0);
   for (size_t i = 0; i < order.size(); ++i) {
     Entry& e = *order[i].second;
     if (e.running) continue;  // started by an earlier step of this pass
     if (!AdmitsNow(e)) {
       // Quota: skipped, unless it reclaims its own floor from borrowers.
-      if (ReclaimRight(e) && !no_victims.contains(e.shape)) {
+      if (ReclaimRight(e) && !no_victims[e.shape_id]) {
         const size_t before = pass.preempted.size();
         TIDAL_ASSIGN_OR_RETURN(bool ok, TryPreempt(e, now, pass));
         if (ok) {
           started[i] = 1;
-          if (pass.preempted.size() != before) unfit.clear();
+          if (pass.preempted.size() != before) std::fill(unfit.begin(), unfit.end(), 0);
           continue;
         }
-        no_victims.insert(e.shape);
+        no_victims[e.shape_id] = 1;
       }
       continue;
     }
     Result<const Placement*> bound = MakeError(ErrorCode::kUnschedulable, "did not fit earlier in this pass");
     const bool long_job = holder != nullptr && now + static_cast<int64_t>(std::ceil(e.remaining_s * e.stretch)) >
                                                    reservation.time_s();
-    if (!unfit.contains(e.shape)) {
+    if (holder != nullptr && reservation.time_s() != kNoReservation) {
+      if (e.remaining_s >= delays_reserved[e.shape_id]) continue;
+    }
+    if (!unfit[e.shape_id]) {
       if (long_job && reservation.fitting_nodes() > 0) scheduler_.set_reserved_nodes(reservation.fits());
       bound = scheduler_.ScheduleAndBind(*e.job);
       scheduler_.set_reserved_nodes({});
@@ -398,6 +448,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
                             (e.restarts > 0 ? options_.restart_penalty_s : 0);
         if (now + run > reservation.time_s() && !reservation.Take(holder->request, **bound)) {
           TIDAL_RETURN_IF_ERROR(scheduler_.Release(*e.job));
+          delays_reserved[e.shape_id] = std::min(delays_reserved[e.shape_id], e.remaining_s);
           continue;  // it would delay the reserved job
         }
         ++pass.backfilled;
@@ -418,16 +469,28 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
       continue;
     }
     if (code != ErrorCode::kUnschedulable && code != ErrorCode::kDeferred) return std::unexpected(bound.error());
-    if (code == ErrorCode::kUnschedulable) unfit.insert(e.shape);
-    if (!no_victims.contains(e.shape)) {
+    if (code == ErrorCode::kUnschedulable) unfit[e.shape_id] = 1;
+    if (!no_victims[e.shape_id]) {
       const size_t before = pass.preempted.size();
       TIDAL_ASSIGN_OR_RETURN(bool ok, TryPreempt(e, now, pass));
       if (ok) {
         started[i] = 1;
-        if (pass.preempted.size() != before) unfit.clear();
+        if (pass.preempted.size() != before) std::fill(unfit.begin(), unfit.end(), 0);
         continue;
       }
-      no_victims.insert(e.shape);
+      no_victims[e.shape_id] = 1;
+    }
+    if (code == ErrorCode::kDeferred && ReclaimRight(e) && OthersHoldFloor(e)) {
+      // Within its tenant's floor while others hold part of it: it gets the
+      // best placement there is now rather than waiting for a compact one.
+      scheduler_.set_no_defer(true);
+      auto now_bound = scheduler_.ScheduleAndBind(*e.job);
+      scheduler_.set_no_defer(false);
+      if (now_bound) {
+        Start(e, **now_bound, now, pass);
+        started[i] = 1;
+        continue;
+      }
     }
     if (holder == nullptr) {
       head_ = e.job;

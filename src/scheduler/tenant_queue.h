@@ -71,6 +71,12 @@ struct TenantQueueOptions {
   bool strict_fifo = false;      // without backfill: a job that does not fit blocks all later ones
   bool reclaim = false;          // preempt borrowers to give a tenant its floor back
   bool priority_preemption = false;  // higher priority within a tenant (LAS: higher queue, anywhere)
+  // tidal: jobs running on borrowed quota are also preempted for waiting
+  // jobs in a higher LAS queue (less attained GPU-service), and the order
+  // puts lower LAS queues first after within-floor jobs. Jobs within their
+  // tenant's floor are never victims of this.
+  bool las_on_borrowed = false;
+  bool floor_first = true;  // fair share: jobs within their tenant's floor first
   double half_life_s = 7 * 86400.0;  // fair-share usage decay (Slurm PriorityDecayHalfLife)
   // Slurm multifactor (PriorityWeightFairshare, PriorityWeightAge, PriorityMaxAge).
   double slurm_weight_fairshare = 10000;
@@ -125,6 +131,7 @@ class TenantQueue : public WorkQueue {
     const Job* job = nullptr;
     PodRequest request;
     JobShape shape;
+    int32_t shape_id = 0;  // interned: per-shape flags are indexed by it
     tenancy::TenantId tenant = tenancy::kNoTenant;
     tenancy::QuotaRequest quota;
     tenancy::Tier tier = tenancy::Tier::kStandard;
@@ -156,6 +163,8 @@ class TenantQueue : public WorkQueue {
   void Account(Entry& e, int sign);
   bool AdmitsNow(const Entry& e) const;
   bool ReclaimRight(const Entry& e) const;
+  // Free GPUs + the tenant's usage < its floor: others hold part of it.
+  bool OthersHoldFloor(const Entry& e) const;
   // Tries to make room for e by preemption; true if e was started.
   Result<bool> TryPreempt(Entry& e, int64_t now, QueuePass& pass);
   int64_t LostIfPreempted(const Entry& v, int64_t now, int64_t* saved_run_s) const;
@@ -176,6 +185,8 @@ class TenantQueue : public WorkQueue {
   std::map<JobShape, WaitingShape> shapes_;
   uint64_t shapes_version_ = 0;
   std::map<tenancy::TenantId, std::multiset<int64_t>> waiting_gpu_;  // per tenant: waiting requests
+  std::map<JobShape, int32_t> shape_ids_;
+  std::vector<uint8_t> unfit_;  // per interned shape: did not fit since the last release
   const Job* head_ = nullptr;
   int64_t head_reservation_ = kNoReservation;
   int32_t largest_node_gpus_ = -1;

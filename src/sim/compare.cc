@@ -46,13 +46,14 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
     }
     static const std::set<std::string> known = {"version", "name",   "jobs",   "format",  "nodes",       "topology",
                                                 "workload_model", "queue", "placers", "loads", "time_scales", "seeds",
-                                                "limit",  "max_wait", "slowdown_ok", "single_node_if_fits"};
+                                                "limit",  "max_wait", "slowdown_ok", "single_node_if_fits",
+                                                "policies", "tenants", "checkpoint_interval", "restart_penalty"};
     for (const auto& kv : doc) {
       const std::string k = kv.first.as<std::string>();
       if (!known.contains(k)) {
         return MakeError(ErrorCode::kParse, "{}: unknown key '{}' (known: name, jobs, format, nodes, topology, workload_model, "
-                                            "queue, placers, loads, time_scales, seeds, limit, max_wait, slowdown_ok, "
-                                            "single_node_if_fits)",
+                                            "queue, placers, policies, tenants, loads, time_scales, seeds, limit, max_wait, "
+                                            "slowdown_ok, single_node_if_fits, checkpoint_interval, restart_penalty)",
                          where(kv.first), k);
       }
     }
@@ -66,18 +67,51 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
     c.topology = Resolve(base, str("topology"));
     c.workload_model = Resolve(base, str("workload_model"));
     if (doc["queue"]) c.queue = str("queue");
-    if (!doc["placers"] || !doc["placers"].IsSequence() || doc["placers"].size() == 0) {
-      return MakeError(ErrorCode::kParse, "{}: 'placers:' must list placers, e.g. [topo, first-fit]", path);
-    }
     const auto& names = plugins::PlacerNames();
-    for (const auto& p : doc["placers"]) {
+    auto check_placer = [&](const YAML::Node& p) -> Result<std::string> {
       const std::string n = p.as<std::string>();
       if (std::find(names.begin(), names.end(), n) == names.end()) {
         std::string all;
         for (const auto& x : names) all += (all.empty() ? "" : ", ") + x;
         return MakeError(ErrorCode::kParse, "{}: unknown placer '{}'; choose from {}", where(p), n, all);
       }
-      c.placers.push_back(n);
+      return n;
+    };
+    if (doc["policies"]) {
+      if (doc["placers"]) return MakeError(ErrorCode::kParse, "{}: give placers or policies, not both", path);
+      if (!doc["policies"].IsSequence() || doc["policies"].size() == 0) {
+        return MakeError(ErrorCode::kParse, "{}: 'policies:' lists {{name, queue, placer}} maps", path);
+      }
+      for (const auto& p : doc["policies"]) {
+        if (!p.IsMap() || !p["name"] || !p["queue"] || !p["placer"]) {
+          return MakeError(ErrorCode::kParse, "{}: each policy needs name, queue and placer", where(p));
+        }
+        if (auto q = ParseQueuePolicy(p["queue"].as<std::string>()); !q) {
+          return MakeError(ErrorCode::kParse, "{}: {}", where(p["queue"]), q.error().message);
+        }
+        TIDAL_ASSIGN_OR_RETURN(std::string placer, check_placer(p["placer"]));
+        const std::string name = p["name"].as<std::string>();
+        for (const auto& other : c.policies)
+          if (other.name == name) return MakeError(ErrorCode::kParse, "{}: policy name '{}' is used twice", where(p["name"]), name);
+        c.policies.push_back({name, p["queue"].as<std::string>(), placer});
+      }
+    } else {
+      if (!doc["placers"] || !doc["placers"].IsSequence() || doc["placers"].size() == 0) {
+        return MakeError(ErrorCode::kParse, "{}: 'placers:' must list placers, e.g. [topo, first-fit] (or give 'policies:')", path);
+      }
+      for (const auto& p : doc["placers"]) {
+        TIDAL_ASSIGN_OR_RETURN(std::string n, check_placer(p));
+        c.placers.push_back(n);
+      }
+    }
+    if (doc["tenants"]) {
+      const std::string t = str("tenants");
+      c.tenants = t == "proportional" ? t : Resolve(base, t);
+    }
+    if (doc["checkpoint_interval"]) c.checkpoint_interval_s = doc["checkpoint_interval"].as<int64_t>();
+    if (doc["restart_penalty"]) c.restart_penalty_s = doc["restart_penalty"].as<int64_t>();
+    if (c.checkpoint_interval_s <= 0 || c.restart_penalty_s < 0) {
+      return MakeError(ErrorCode::kParse, "{}: checkpoint_interval must be > 0 and restart_penalty >= 0", path);
     }
     if (doc["loads"] && doc["time_scales"]) return MakeError(ErrorCode::kParse, "{}: give loads or time_scales, not both", path);
     for (const char* key : {"loads", "time_scales"}) {
@@ -110,7 +144,13 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
 
 Result<std::vector<CompareRow>> RunCompare(const CompareConfig& config, int threads,
                                            const std::function<void(const CompareProgress&)>& progress) {
-  TIDAL_ASSIGN_OR_RETURN(QueuePolicy queue, ParseQueuePolicy(config.queue));
+  std::vector<ComparePolicy> policies = config.policies;
+  if (policies.empty()) {
+    for (const auto& p : config.placers) policies.push_back({p, config.queue, p});
+  }
+  for (const auto& p : policies) {
+    TIDAL_RETURN_IF_ERROR(ParseQueuePolicy(p.queue));
+  }
   std::shared_ptr<const topo::Topology> topology;
   if (!config.topology.empty()) {
     TIDAL_ASSIGN_OR_RETURN(topo::Topology t, topo::ReadTopology(config.topology));
@@ -123,11 +163,13 @@ Result<std::vector<CompareRow>> RunCompare(const CompareConfig& config, int thre
   TIDAL_ASSIGN_OR_RETURN(Workload w, LoadWorkload(config.nodes, config.jobs, config.format, topology.get()));
   std::vector<CompareRow> rows;
   const auto& scales = config.loads.empty() ? config.time_scales : config.loads;
-  for (const auto& p : config.placers)
+  for (const auto& p : policies)
     for (double x : scales)
       for (uint64_t seed : config.seeds) {
         CompareRow r;
-        r.policy = p;
+        r.policy = p.name;
+        r.queue = p.queue;
+        r.placer = p.placer;
         (config.loads.empty() ? r.time_scale : r.load) = x;
         r.seed = seed;
         rows.push_back(std::move(r));
@@ -142,8 +184,11 @@ Result<std::vector<CompareRow>> RunCompare(const CompareConfig& config, int thre
     for (int i = next++; i < n; i = next++) {
       CompareRow& row = rows[static_cast<size_t>(i)];
       QueueSimOptions o;
-      o.policy = row.policy;
-      o.queue = queue;
+      o.policy = row.placer;
+      o.queue = *ParseQueuePolicy(row.queue);
+      o.tenants = config.tenants;
+      o.checkpoint_interval_s = config.checkpoint_interval_s;
+      o.restart_penalty_s = config.restart_penalty_s;
       o.seed = row.seed;
       o.limit = config.limit;
       o.single_node_if_fits = config.single_node_if_fits;
@@ -229,6 +274,62 @@ nlohmann::json CompareTargets(const std::vector<CompareRow>& rows) {
   return out;
 }
 
+nlohmann::json CompareTenantTargets(const std::vector<CompareRow>& rows) {
+  struct Agg {
+    double wait = 0, p99 = 0, lost = 0, violations = 0;
+    int64_t preemptions = 0;
+    int n = 0;
+  };
+  std::map<double, std::map<std::string, Agg>> by;
+  for (const auto& r : rows) {
+    Agg& a = by[r.load > 0 ? r.load : r.time_scale][r.policy];
+    a.wait += r.result.wait_s.mean;
+    a.p99 += r.result.wait_s.p99;
+    a.lost += r.result.lost_gpu_hours;
+    a.violations += static_cast<double>(r.result.guarantee_violations);
+    a.preemptions += r.result.preemptions;
+    ++a.n;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [x, m] : by) {
+    if (!m.contains("tidal")) continue;
+    for (auto& [p, a] : m) a.wait /= a.n, a.p99 /= a.n, a.lost /= a.n, a.violations /= a.n;
+    const Agg& t = m.at("tidal");
+    double best = 1e300, best_p99 = 1e300;
+    std::string best_by, best_p99_by;
+    for (const auto& [p, a] : m) {
+      if (p == "tidal" || p == "static-partitions") continue;
+      if (a.wait < best) best = a.wait, best_by = p;
+      if (a.p99 < best_p99) best_p99 = a.p99, best_p99_by = p;
+    }
+    const bool by_load = rows.front().load > 0;
+    nlohmann::json j = {{by_load ? "load" : "time_scale", x},
+                        {"tidal_wait_mean", t.wait},
+                        {"tidal_wait_p99", t.p99},
+                        {"tidal_guarantee_violations", t.violations},
+                        {"tidal_lost_gpu_hours", t.lost},
+                        {"best_other_wait_mean", best},
+                        {"best_other_wait_by", best_by},
+                        {"best_other_wait_p99", best_p99},
+                        {"best_other_p99_by", best_p99_by},
+                        {"wait_at_most_half_best_other", t.wait <= 0.5 * best},
+                        {"p99_no_worse_than_best_other", t.p99 <= best_p99},
+                        {"zero_guarantee_violations", t.violations == 0}};
+    if (m.contains("static-partitions")) {
+      j["static_partitions_wait_mean"] = m.at("static-partitions").wait;
+      j["wait_at_most_tenth_static"] = t.wait <= 0.1 * m.at("static-partitions").wait;
+    }
+    for (const char* peer : {"kueue", "slurm-multifactor"}) {
+      if (!m.contains(peer)) continue;
+      const Agg& a = m.at(peer);
+      j[std::string("fewer_lost_gpu_hours_than_") + peer] =
+          a.preemptions > 0 ? nlohmann::json(t.lost < a.lost) : nlohmann::json(nullptr);  // null: the peer never preempts
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
 nlohmann::json CompareJson(const CompareConfig& config, const std::vector<CompareRow>& rows) {
   nlohmann::json j;
   j["name"] = config.name;
@@ -237,14 +338,32 @@ nlohmann::json CompareJson(const CompareConfig& config, const std::vector<Compar
   for (const auto& r : rows) {
     nlohmann::json row = {{"policy", r.policy}, {"load", r.load > 0 ? nlohmann::json(r.load) : nlohmann::json(nullptr)}, {"seed", r.seed}};
     row.update(QueueSimJson(r.result));
+    row["name"] = r.policy;
+    row["placer"] = r.placer;
+    row["policy"] = r.policy;
     j["rows"].push_back(row);
   }
-  j["targets"] = CompareTargets(rows);
+  const bool tenant_compare = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.policy == "tidal"; });
+  j["targets"] = tenant_compare ? CompareTenantTargets(rows) : CompareTargets(rows);
   return j;
 }
 
 std::string CompareTable(const std::vector<CompareRow>& rows) {
   auto pct = [](double v) { return v < 0 ? std::string("-") : fmt::format("{:.1f}", 100 * v); };
+  if (!rows.empty() && !rows.front().result.tenants.empty()) {
+    std::string out = fmt::format("{:<18} {:>5} {:>4} {:>10} {:>9} {:>10} {:>10} {:>6} {:>7} {:>8} {:>7} {:>7} {:>8} {:>8}\n", "policy",
+                                  "load", "seed", "wait_mean", "wait_p50", "wait_p99", "jct_mean", "alloc%", "strand%",
+                                  "fair_mm", "ftf_max", "viol_h", "preempt", "lost_gph");
+    for (const auto& r : rows) {
+      const auto& q = r.result;
+      out += fmt::format("{:<18} {:>5} {:>4} {:>10.0f} {:>9.0f} {:>10.0f} {:>10.0f} {:>6.1f} {:>7.2f} {:>8.2f} {:>7.2f} {:>7.1f} {:>8} {:>8.1f}\n",
+                         r.policy, r.load > 0 ? fmt::format("{:.2f}", r.load) : fmt::format("x{:g}", r.time_scale), r.seed,
+                         q.wait_s.mean, q.wait_s.p50, q.wait_s.p99, q.jct_s.mean, 100 * q.allocation_rate,
+                         100 * q.stranded_gpu_share, q.fairness_max_min_slowdown, q.finish_time_fairness_max,
+                         q.guarantee_violation_hours, q.preemptions, q.lost_gpu_hours);
+    }
+    return out;
+  }
   std::string out = fmt::format("{:<11} {:>5} {:>4} {:>10} {:>11} {:>10} {:>6} {:>8} {:>6} {:>6} {:>6} {:>7}\n", "placer", "load",
                                 "seed", "delay_mean", "delay_p99", "jct_mean", "alloc%", "strand%", "node%", "leaf%", "comm%",
                                 "slowdn");
@@ -296,6 +415,10 @@ Status WriteCompareOutputs(const CompareConfig& config, const std::vector<Compar
       {"Communication share of step time (multi-GPU jobs, GPU-time weighted)", "%", [](const QueueSimResult& q) { return q.comm_share; }, 100},
       {"Mean JCT", "hours", [](const QueueSimResult& q) { return q.jct_s.mean; }, 1 / 3600.0},
       {"Mean queueing delay", "hours", [](const QueueSimResult& q) { return q.queue_delay_s.mean; }, 1 / 3600.0},
+      {"Mean wait (JCT - time run; counts waits after preemption)", "hours", [](const QueueSimResult& q) { return q.wait_s.mean; }, 1 / 3600.0},
+      {"Guarantee violations (tenant-hours)", "tenant-hours", [](const QueueSimResult& q) { return q.tenants.empty() ? -1.0 : q.guarantee_violation_hours; }, 1},
+      {"Lost GPU-hours (preemption)", "GPU-hours", [](const QueueSimResult& q) { return q.tenants.empty() ? -1.0 : q.lost_gpu_hours; }, 1},
+      {"Fairness: max/min per-tenant mean slowdown", "x", [](const QueueSimResult& q) { return q.fairness_max_min_slowdown; }, 1},
       {"p99 queueing delay", "hours", [](const QueueSimResult& q) { return q.queue_delay_s.p99; }, 1 / 3600.0},
       {"Multi-GPU GPU-time spanning more than one leaf switch", "%", [](const QueueSimResult& q) { return q.locality_leaf; }, 100},
       {"Mean placement slowdown (multi-GPU jobs)", "x", [](const QueueSimResult& q) { return q.slowdown_mean; }, 1},

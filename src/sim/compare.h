@@ -17,6 +17,15 @@
 //   max_wait: -1              # see sim queue --max-wait / --slowdown-ok
 //   slowdown_ok: 1.0
 //
+// The tenant comparison replaces `placers:` by `policies:` (docs/tenancy.md):
+//
+//   tenants: proportional     # or a tenants file
+//   policies:
+//     - {name: static-partitions, queue: static-partitions, placer: bestfit}
+//     - {name: tidal, queue: tidal, placer: topo}
+//   checkpoint_interval: 1800
+//   restart_penalty: 60
+//
 // Runs are independent and deterministic, so running them on several
 // threads gives the same rows in the same order.
 #pragma once
@@ -32,12 +41,22 @@
 
 namespace tidal::sim {
 
+// One compared policy: a queue policy and a placer under a label.
+struct ComparePolicy {
+  std::string name, queue, placer;
+};
+
 struct CompareConfig {
   std::string source;  // the config file
   std::string name;
   std::string jobs, format = "auto", nodes, topology, workload_model;
   std::string queue = "fifo-backfill";
   std::vector<std::string> placers;
+  // Either placers (each with `queue`) or policies: a list of {name, queue,
+  // placer} (the tenant comparison, docs/tenancy.md).
+  std::vector<ComparePolicy> policies;
+  std::string tenants;  // sim queue --tenants: "proportional" or a file
+  int64_t checkpoint_interval_s = 1800, restart_penalty_s = 60;
   std::vector<double> loads;        // offered loads (exclusive with time_scales)
   std::vector<double> time_scales;
   std::vector<uint64_t> seeds = {1};
@@ -50,7 +69,8 @@ struct CompareConfig {
 Result<CompareConfig> ReadCompareConfig(const std::string& path);
 
 struct CompareRow {
-  std::string policy;
+  std::string policy;     // the label: the placer, or the policy's name
+  std::string queue, placer;
   double load = 0;        // the requested offered load (or 0 with time scales)
   double time_scale = 1;
   uint64_t seed = 0;
@@ -72,6 +92,12 @@ nlohmann::json CompareJson(const CompareConfig& config, const std::vector<Compar
 // lowest comm share and mean JCT, no worse mean delay than the best other
 // placer, and comm share < 12% where first-fit's is >= 20%.
 nlohmann::json CompareTargets(const std::vector<CompareRow>& rows);
+// The tenant issue's targets, where a policy named "tidal" is compared: per
+// load, tidal's mean wait <= 0.1 x static-partitions' and <= 0.5 x the best
+// other policy's, p99 wait no worse than the best other's, zero guarantee
+// violations, fewer lost GPU-hours than kueue and slurm-multifactor where
+// those preempt.
+nlohmann::json CompareTenantTargets(const std::vector<CompareRow>& rows);
 std::string CompareTable(const std::vector<CompareRow>& rows);
 // rows.json, rows.csv and report.html (plots per metric over load, one line per placer).
 Status WriteCompareOutputs(const CompareConfig& config, const std::vector<CompareRow>& rows, const std::string& dir);

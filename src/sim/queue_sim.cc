@@ -335,6 +335,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       TIDAL_RETURN_IF_ERROR(queue.Finish(jobs[i]));
       if (guarantees) guarantees->Running(jobs[i], -1);
       r.jobs[i].finish_s = now;
+      r.jobs[i].run_s += now - r.jobs[i].run_start_s;
       ++r.jobs_finished;
       ++done;
     }
@@ -355,6 +356,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       QueueJobRecord& rec = r.jobs[index.at(pj.job->id)];
       ++rec.preemptions;
       rec.lost_gpu_s += pj.lost_gpu_s;
+      rec.run_s += now - rec.run_start_s;
       ++r.preemptions;
       r.lost_gpu_hours += static_cast<double>(pj.lost_gpu_s) / 3600.0;
       current_end.erase(pj.job->id);
@@ -379,6 +381,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       }
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
       if (rec.start_s < 0) rec.start_s = now;  // queueing delay ends at the first start
+      rec.run_start_s = now;
       finishes.push({pass.ends[si], j->id});
       current_end[j->id] = pass.ends[si];
       if (j->num_gpu < 2) continue;
@@ -457,13 +460,14 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     r.idle_gpu_share_while_waiting = static_cast<double>(idle_waiting_integral) /
                                      (static_cast<double>(total_milli) * static_cast<double>(waiting_time));
   }
-  std::vector<int64_t> delays, jcts;
+  std::vector<int64_t> delays, jcts, waits;
   delays.reserve(jobs.size());
   jcts.reserve(jobs.size());
   for (const QueueJobRecord& rec : r.jobs) {
     if (rec.outcome != JobOutcome::kFinished) continue;
     delays.push_back(rec.start_s - rec.submit_s);
     jcts.push_back(rec.finish_s - rec.submit_s);
+    waits.push_back(rec.finish_s - rec.submit_s - rec.run_s);
   }
   if (multi_gpu_time > 0) {
     r.locality_node = multi_node_time / multi_gpu_time;
@@ -475,6 +479,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   }
   r.queue_delay_s = Summarize(std::move(delays));
   r.jct_s = Summarize(std::move(jcts));
+  r.wait_s = Summarize(std::move(waits));
   r.guarantee_violation_hours = violation_tenant_s / 3600.0;
   if (tenants) SummarizeTenants(*tenants, jobs, tenant_violation_s, r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -498,6 +503,7 @@ nlohmann::json QueueSimJson(const QueueSimResult& r) {
   j["jobs_backfilled"] = r.backfilled;
   j["queue_delay_s"] = summary(r.queue_delay_s);
   j["jct_s"] = summary(r.jct_s);
+  j["wait_s"] = summary(r.wait_s);
   j["allocation_rate"] = r.allocation_rate;
   j["stranded_gpu_share"] = r.stranded_gpu_share;
   j["waiting_time_share"] = r.waiting_time_share;
@@ -528,6 +534,7 @@ nlohmann::json QueueSimJson(const QueueSimResult& r) {
                    {"jobs", t.jobs},
                    {"queue_delay_s", summary(t.queue_delay_s)},
                    {"jct_mean_s", t.jct_mean_s},
+                   {"wait_mean_s", t.wait_mean_s},
                    {"slowdown_mean", t.slowdown_mean},
                    {"finish_time_fairness", t.ftf_mean},
                    {"gpu_hours", t.gpu_hours},

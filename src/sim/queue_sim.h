@@ -115,6 +115,8 @@ struct QueueJobRecord {
   std::string tenant;       // "" without tenants
   int32_t preemptions = 0;  // times it was evicted
   int64_t lost_gpu_s = 0;   // work redone + restart penalties, GPU-seconds
+  int64_t run_s = 0;        // wall time it ran, over all its runs
+  int64_t run_start_s = -1; // start of its current run
 };
 
 // Per tenant (leaves), over its finished jobs.
@@ -124,6 +126,7 @@ struct TenantResult {
   int64_t jobs = 0;
   Summary queue_delay_s;
   double jct_mean_s = 0;
+  double wait_mean_s = 0;       // JCT - time run (QueueSimResult::wait_s)
   double slowdown_mean = 0;     // mean of JCT / run time
   double ftf_mean = 0;          // Themis-style finish-time fairness rho (see QueueSimResult)
   double gpu_hours = 0;         // GPU-hours of its jobs' runs
@@ -144,6 +147,11 @@ struct QueueSimResult {
   int64_t jobs_unresolvable = 0;
   Summary queue_delay_s;
   Summary jct_s;
+  // Time spent waiting in the queue over all queue stays: JCT - time run.
+  // Equals the queueing delay without preemption; with it (LAS, reclaim) a
+  // job that starts at once and is then preempted for hours waited hours,
+  // which start - submit does not see.
+  Summary wait_s;
   double allocation_rate = 0;     // fraction in [0, 1]
   double stranded_gpu_share = 0;  // fraction in [0, 1]
   double waiting_time_share = 0;  // share of the run with at least one job waiting

@@ -72,6 +72,7 @@ void SummarizeTenants(const tenancy::TenantTree& tree, const std::vector<Job>& j
       const double jct = static_cast<double>(rec.finish_s - rec.submit_s);
       const double run = static_cast<double>(std::max<int64_t>(1, *jobs[i].duration_s));
       jct_sum[k] += jct;
+      tr.wait_mean_s += static_cast<double>(rec.finish_s - rec.submit_s - rec.run_s);
       slow_sum[k] += std::max(1.0, jct / run);
       ftf_sum[k] += jct / (run * std::max(1.0, static_cast<double>(rec.num_gpu) / equal_share));
       tr.gpu_hours += static_cast<double>(jobs[i].TotalGpuMilli()) / kMilliPerGpu * run / 3600.0;
@@ -85,6 +86,7 @@ void SummarizeTenants(const tenancy::TenantTree& tree, const std::vector<Job>& j
       const double n = static_cast<double>(tr.jobs);
       tr.queue_delay_s = Summarize(std::move(tenant_delays[k]));
       tr.jct_mean_s = jct_sum[k] / n;
+      tr.wait_mean_s /= n;
       tr.slowdown_mean = slow_sum[k] / n;
       tr.ftf_mean = ftf_sum[k] / n;
       lo = lo < 0 ? tr.slowdown_mean : std::min(lo, tr.slowdown_mean);

@@ -265,7 +265,7 @@ std::optional<Placement> TopoPlace::PlaceGang(const CycleContext& ctx, const Pod
     if (best == cands.size() || better(i, best)) best = i;
   }
   if (best == cands.size()) return std::nullopt;
-  if (ctx.cost != nullptr && cands[best].slowdown > job.topo_slowdown_ok + 1e-9 && job.topo_max_wait_s != 0 &&
+  if (!ctx.no_defer && ctx.cost != nullptr && cands[best].slowdown > job.topo_slowdown_ok + 1e-9 && job.topo_max_wait_s != 0 &&
       (job.topo_max_wait_s < 0 || waited < job.topo_max_wait_s)) {
     // Wait for a placement within the tolerance (like Slurm's
     // --switches=N@time): a slower one would cost the cluster
