@@ -415,7 +415,7 @@ Status WriteCompareOutputs(const CompareConfig& config, const std::vector<Compar
       {"Communication share of step time (multi-GPU jobs, GPU-time weighted)", "%", [](const QueueSimResult& q) { return q.comm_share; }, 100},
       {"Mean JCT", "hours", [](const QueueSimResult& q) { return q.jct_s.mean; }, 1 / 3600.0},
       {"Mean queueing delay", "hours", [](const QueueSimResult& q) { return q.queue_delay_s.mean; }, 1 / 3600.0},
-      {"Mean wait (JCT - time run; counts waits after preemption)", "hours", [](const QueueSimResult& q) { return q.wait_s.mean; }, 1 / 3600.0},
+      {"Mean wait (JCT - time run; counts waits after preemption)", "hours", [](const QueueSimResult& q) { return q.tenants.empty() ? -1.0 : q.wait_s.mean; }, 1 / 3600.0},
       {"Guarantee violations (tenant-hours)", "tenant-hours", [](const QueueSimResult& q) { return q.tenants.empty() ? -1.0 : q.guarantee_violation_hours; }, 1},
       {"Lost GPU-hours (preemption)", "GPU-hours", [](const QueueSimResult& q) { return q.tenants.empty() ? -1.0 : q.lost_gpu_hours; }, 1},
       {"Fairness: max/min per-tenant mean slowdown", "x", [](const QueueSimResult& q) { return q.fairness_max_min_slowdown; }, 1},
