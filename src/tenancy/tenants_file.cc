@@ -36,11 +36,16 @@ Result<int64_t> Quantity(const YAML::Node& n, const std::string& resource, const
   } catch (...) {
     used = 0;
   }
-  if (used != number.size() || number.empty() || !std::isfinite(v)) {
+  const bool plain = number.find_first_of("xXpP") == std::string::npos;  // no hex floats
+  if (used != number.size() || number.empty() || !std::isfinite(v) || !plain) {
     return MakeError(ErrorCode::kParse, "{}: '{}' is not a quantity for '{}' (write e.g. 64, 0.5{})", where, text,
                      resource, resource == "memory" ? ", 4096Gi" : "");
   }
   const double scaled = std::round(v * scale);
+  if (v > 0 && scaled == 0) {
+    return MakeError(ErrorCode::kParse, "{}: quantity '{}' for '{}' is below its unit ({}); it would be 0", where, text,
+                     resource, resource == "memory" ? "1 MiB" : "0.001");
+  }
   if (scaled < 0 || scaled >= std::ldexp(1.0, 50)) {
     return MakeError(ErrorCode::kParse, "{}: quantity '{}' for '{}' is negative or too large", where, text, resource);
   }

@@ -54,6 +54,10 @@ void PrintTo(const BadRow& row, std::ostream* os) { *os << row.what; }
 const std::string kHead = "version: 1\ntenants:\n  - name: org\n";
 
 const std::vector<BadRow> kBad = {
+    {"quantity below the unit", kHead + "  - name: a\n    parent: org\n    quota:\n      gpu: {nominal: 0.0001}\n",
+     {"t.yaml:7", "'0.0001'", "below its unit"}},
+    {"hex quantity", kHead + "  - name: a\n    parent: org\n    quota:\n      memory: {nominal: 0x10}\n",
+     {"t.yaml:7", "'0x10'", "not a quantity"}},
     {"not YAML", "version: 1\ntenants: [\n  - name: org\n", {"t.yaml:", "not valid YAML"}},
     {"a YAML scalar, not a map", "just some words\n", {"t.yaml:1", "version: 1"}},
     {"missing version", "tenants:\n  - name: org\n", {"t.yaml:1", "starts with 'version: 1'"}},
