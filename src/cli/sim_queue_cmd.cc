@@ -35,6 +35,7 @@ struct QueueArgs {
   std::string nodes, jobs, format = "auto", policy = "bestfit", queue = "fifo-backfill", out;
   std::string topology, topology_format = "auto", workload_model, require_level, prefer_level, tenants;
   int64_t checkpoint_interval_s = 1800, restart_penalty_s = 60;
+  int64_t explain_job = -1, explain_at_s = 0;
   uint64_t seed = 42;
   int64_t limit = 0;
   double load = 0, time_scale = 0, slowdown_ok = 1.0;
@@ -63,6 +64,10 @@ void PrintSummary(const sim::QueueSimResult& r) {
                r.tenants, r.preemptions, r.lost_gpu_hours, r.guarantee_violations, r.guarantee_violation_hours,
                r.fairness_max_min_slowdown);
   }
+  if (r.explain.job >= 0) {
+    fmt::print("  job {} at {} s: {}\n", r.explain.job, r.explain.at_s, r.explain.state);
+    for (const auto& b : r.explain.causes) fmt::print("    - {}{}\n", b.detail, b.resolvable ? "" : " (unresolvable)");
+  }
   fmt::print("  replay took {:.2f} s\n", r.seconds);
 }
 
@@ -90,6 +95,8 @@ int RunQueueCommand(const QueueArgs& a) {
   options.max_wait_s = a.max_wait_s;
   options.slowdown_ok = a.slowdown_ok;
   options.tenants = a.tenants;
+  options.explain_job = a.explain_job;
+  options.explain_at_s = a.explain_at_s;
   options.checkpoint_interval_s = a.checkpoint_interval_s;
   options.restart_penalty_s = a.restart_penalty_s;
   if (a.checkpoint_interval_s <= 0 || a.restart_penalty_s < 0) {
@@ -209,6 +216,10 @@ void RegisterSimQueueCommand(CLI::App& sim) {
       ->capture_default_str();
   q->add_flag("--single-node-if-fits", args->single_node_if_fits,
               "a gang that fits on one node must run on one node (Philly's locality rule); larger gangs span");
+  q->add_option("--explain", args->explain_job,
+                "job id to explain: at --at, print whether it waits and every cause that blocks it (quota, capacity, "
+                "topology, placement, reservation)");
+  q->add_option("--at", args->explain_at_s, "seconds from the first submission for --explain")->capture_default_str();
   q->add_flag("--json", args->json, "print the metrics as JSON");
   q->add_option("--out", args->out, "also write summary.json, jobs.csv (one row per job) and report.html here");
   q->callback([args] { SetExitCode(RunQueueCommand(*args)); });

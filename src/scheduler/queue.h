@@ -58,6 +58,7 @@
 
 #include "common/result.h"
 #include "framework/plugin.h"
+#include "scheduler/explain.h"
 #include "scheduler/reservation.h"
 #include "scheduler/scheduler.h"
 #include "workload/job.h"
@@ -136,6 +137,8 @@ class WorkQueue {
   virtual uint64_t shapes_version() const = 0;
   virtual const Job* head() const = 0;
   virtual int64_t reservation_s() const = 0;
+  // Why a waiting job has not started (scheduler/explain.h).
+  virtual std::vector<BlockingCause> Explain(const Job& job) = 0;
 };
 
 class JobQueue : public WorkQueue {
@@ -169,6 +172,10 @@ class JobQueue : public WorkQueue {
   const Job* head() const override { return waiting_.empty() ? nullptr : waiting_.front().job; }
   // The current head's reservation (backfill only; computed when a pass has
   // later jobs to consider), kNoReservation if there is none.
+  std::vector<BlockingCause> Explain(const Job& job) override {
+    const int64_t res = reservation_s();
+    return ExplainPending(scheduler_, job, {.reserved_for = head(), .reservation_s = res == kNoReservation ? -1 : res});
+  }
   int64_t reservation_s() const override {
     return reservation_valid_ && !waiting_.empty() && reservation_head_seq_ == waiting_.front().seq
                ? reservation_.time_s()

@@ -8,6 +8,13 @@ Result<Placement> Scheduler::TrySchedule(const Job& job) {
   return framework_.Schedule(ctx, pod);
 }
 
+Result<Placement> Scheduler::Probe(const Job& job) {
+  TIDAL_ASSIGN_OR_RETURN(PodRequest pod, ResolveRequest(job, cluster_.models()));
+  Rng rng = rng_;
+  CycleContext ctx{cluster_, rng, now_s_, cost_, nullptr, reserved_, no_defer_};
+  return framework_.Schedule(ctx, pod);
+}
+
 Result<const Placement*> Scheduler::ScheduleAndBind(const Job& job) {
   TIDAL_ASSIGN_OR_RETURN(Placement p, TrySchedule(job));
   TIDAL_RETURN_IF_ERROR(cluster_.Bind(job.id, std::move(p)));

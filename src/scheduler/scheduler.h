@@ -28,6 +28,9 @@ class Scheduler {
   Result<const Placement*> ScheduleAndBind(const Job& job);
   // Runs a cycle without binding (what-if).
   Result<Placement> TrySchedule(const Job& job);
+  // The same, on a copy of the random state: asking leaves the run's random
+  // choices untouched (explanations must not change what happens).
+  Result<Placement> Probe(const Job& job);
   Status Release(const Job& job);
   // Binds a placement decided earlier (a what-if that is undone: the victims
   // of a preemption plan that did not work out go back where they were).

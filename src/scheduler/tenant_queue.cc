@@ -82,6 +82,18 @@ const Job* TenantQueue::head() const {
 
 int64_t TenantQueue::reservation_s() const { return head() != nullptr ? head_reservation_ : kNoReservation; }
 
+std::vector<BlockingCause> TenantQueue::Explain(const Job& job) {
+  ExplainContext ctx;
+  if (tree_ && options_.quotas) {
+    ctx.usage = &usage_;
+    ctx.tenant = tree_->Find(job.group);
+  }
+  ctx.reserved_for = head();
+  const int64_t res = reservation_s();
+  ctx.reservation_s = res == kNoReservation ? -1 : res;
+  return ExplainPending(scheduler_, job, ctx);
+}
+
 void TenantQueue::AddShape(const Entry& e) {
   auto [it, inserted] = shapes_.try_emplace(e.shape, WaitingShape{e.request, 0});
   ++it->second.count;

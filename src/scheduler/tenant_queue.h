@@ -118,6 +118,7 @@ class TenantQueue : public WorkQueue {
   uint64_t shapes_version() const override { return shapes_version_; }
   const Job* head() const override;
   int64_t reservation_s() const override;
+  std::vector<BlockingCause> Explain(const Job& job) override;
 
   const tenancy::TenantTree* tree() const { return tree_.get(); }
   const tenancy::TenantTree& usage_tree() const { return usage_; }

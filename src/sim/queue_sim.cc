@@ -308,6 +308,29 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     std::sort(wakes.begin(), wakes.end());
   }
   size_t next_wake = 0;
+  // --explain: the state after the last pass at or before --at.
+  auto explain = [&](int64_t now, int64_t prev_pass) {
+    if (options.explain_job >= 0 && r.explain.at_s < 0 && now - t0 > options.explain_at_s) {
+      r.explain.job = options.explain_job;
+      r.explain.at_s = prev_pass - t0;  // the state that holds at --at
+      auto it = index.find(static_cast<JobId>(options.explain_job));
+      if (it == index.end()) {
+        r.explain.state = "not in the workload";
+      } else {
+        const QueueJobRecord& rec = r.jobs[it->second];
+        const bool arrived = rec.submit_s <= prev_pass;
+        const bool running = current_end.contains(rec.id);
+        if (!arrived) r.explain.state = "not arrived";
+        else if (rec.outcome == JobOutcome::kUnresolvable) r.explain.state = "unresolvable: " + rec.reason;
+        else if (rec.finish_s >= 0 && rec.finish_s <= prev_pass) r.explain.state = "finished";
+        else if (running) r.explain.state = "running";
+        else {
+          r.explain.state = "waiting";
+          r.explain.causes = queue.Explain(jobs[it->second]);
+        }
+      }
+    }
+  };
   while (next_arrival < jobs.size() || !finishes.empty()) {
     int64_t now = kNoReservation;
     if (next_arrival < jobs.size()) now = *jobs[next_arrival].submit_time_s;
@@ -315,6 +338,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     while (next_wake < wakes.size() && wakes[next_wake] <= prev) ++next_wake;
     if (next_wake < wakes.size() && queue.waiting() > 0) now = std::min(now, wakes[next_wake]);
 
+    explain(now, prev);
     const int64_t dt = now - prev;
     alloc_integral += alloc_now * dt;
     for (tenancy::TenantId t : violating) tenant_violation_s[static_cast<size_t>(t)] += static_cast<double>(dt);
@@ -440,6 +464,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       next_progress = done + progress_every;
     }
   }
+  explain(kNoReservation, prev);
   if (queue.waiting() != 0 || queue.running() != 0) {
     return MakeError(ErrorCode::kInternal, "replay ended with {} jobs waiting and {} running; this is a bug",
                      queue.waiting(), queue.running());
@@ -543,6 +568,13 @@ nlohmann::json QueueSimJson(const QueueSimResult& r) {
                    {"guarantee_violation_hours", t.guarantee_violation_hours}};
   }
   j["per_tenant"] = per;
+  if (r.explain.job >= 0) {
+    nlohmann::json causes = nlohmann::json::array();
+    for (const BlockingCause& b : r.explain.causes) {
+      causes.push_back({{"kind", b.kind}, {"detail", b.detail}, {"shortfall", b.shortfall}, {"resolvable", b.resolvable}});
+    }
+    j["explain"] = {{"job", r.explain.job}, {"at_s", r.explain.at_s}, {"state", r.explain.state}, {"causes", causes}};
+  }
   return j;
 }
 

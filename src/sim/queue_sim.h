@@ -86,6 +86,10 @@ struct QueueSimOptions {
   // restart costs restart_penalty_s of run time.
   int64_t checkpoint_interval_s = 1800;
   int64_t restart_penalty_s = 60;
+  // --explain JOB --at T: after the first pass at or after T seconds from
+  // the first submission, why job JOB (its id) is waiting.
+  int64_t explain_job = -1;
+  int64_t explain_at_s = 0;
   // Called now and then during the replay (about every 1% of jobs).
   std::function<void(const QueueProgress&)> progress;
 };
@@ -198,6 +202,13 @@ struct QueueSimResult {
   double fairness_max_min_slowdown = -1;
   double finish_time_fairness_max = -1;
   std::vector<TenantResult> per_tenant;
+  // --explain: the job's state at the chosen time and its blocking causes.
+  struct Explained {
+    int64_t job = -1;
+    int64_t at_s = -1;       // the pass it was asked at (seconds from the first submission)
+    std::string state;       // waiting, running, finished, not arrived, unresolvable
+    std::vector<BlockingCause> causes;
+  } explain;
   double seconds = 0;             // wall time of the replay (not part of the JSON)
   std::vector<QueueJobRecord> jobs;  // in (submit, id) order
 };
