@@ -36,6 +36,7 @@ struct QueueArgs {
   std::string topology, topology_format = "auto", workload_model, require_level, prefer_level, tenants;
   int64_t checkpoint_interval_s = 1800, restart_penalty_s = 60;
   int64_t explain_job = -1, explain_at_s = 0;
+  std::string estimate = "exact";
   uint64_t seed = 42;
   int64_t limit = 0;
   double load = 0, time_scale = 0, slowdown_ok = 1.0;
@@ -96,6 +97,7 @@ int RunQueueCommand(const QueueArgs& a) {
   options.slowdown_ok = a.slowdown_ok;
   options.tenants = a.tenants;
   options.explain_job = a.explain_job;
+  options.estimate = a.estimate;
   options.explain_at_s = a.explain_at_s;
   options.checkpoint_interval_s = a.checkpoint_interval_s;
   options.restart_penalty_s = a.restart_penalty_s;
@@ -216,6 +218,9 @@ void RegisterSimQueueCommand(CLI::App& sim) {
       ->capture_default_str();
   q->add_flag("--single-node-if-fits", args->single_node_if_fits,
               "a gang that fits on one node must run on one node (Philly's locality rule); larger gangs span");
+  q->add_option("--estimate", args->estimate,
+                "run-time estimates backfill plans with: exact, or f-model:F (estimate = run time x U[1, F], seeded)")
+      ->capture_default_str();
   q->add_option("--explain", args->explain_job,
                 "job id to explain: at --at, print whether it waits and every cause that blocks it (quota, capacity, "
                 "topology, placement, reservation)");

@@ -60,13 +60,13 @@ void JobQueue::AddShape(const Entry& e) {
   if (inserted) ++shapes_version_;
   const auto k = static_cast<size_t>(e.shape_id);
   ++waiting_by_id_[k];
-  durations_by_id_[k].insert(*e.job->duration_s);
+  durations_by_id_[k].insert(e.job->PlannedDuration());
 }
 
 void JobQueue::RemoveShape(const Entry& e) {
   const auto k = static_cast<size_t>(e.shape_id);
   --waiting_by_id_[k];
-  durations_by_id_[k].erase(durations_by_id_[k].find(*e.job->duration_s));
+  durations_by_id_[k].erase(durations_by_id_[k].find(e.job->PlannedDuration()));
   auto it = shapes_.find(e.shape);
   if (it == shapes_.end()) return;
   if (--it->second.count == 0) {
@@ -137,11 +137,12 @@ int64_t JobQueue::RunTimeOf(const Job& job, const Placement& p) const {
 }
 
 void JobQueue::MarkStarted(const Entry& e, int64_t now, int64_t run_s, QueuePass& pass) {
-  const int64_t end = now + run_s;
-  running_.insert({end, e.job->id});
-  running_jobs_[e.job->id] = {end, e.job};
+  // Reservations plan with the estimated end; the job really ends at `end`.
+  const int64_t planned = now + std::max(run_s, e.job->PlannedRun(run_s));
+  running_.insert({planned, e.job->id});
+  running_jobs_[e.job->id] = {planned, e.job};
   pass.started.push_back(e.job);
-  pass.ends.push_back(end);
+  pass.ends.push_back(now + run_s);
 }
 
 void JobQueue::ComputeReservation(const Entry& head, int64_t now) {
@@ -201,7 +202,7 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
       continue;
     }
     // Ends by the reservation (finishes precede starts at equal times)?
-    const bool short_job = res == kNoReservation || now + *e.job->duration_s <= res;
+    const bool short_job = res == kNoReservation || now + e.job->PlannedDuration() <= res;
     if (!short_job && delays_head_[k]) {
       ++it;
       continue;
@@ -235,7 +236,7 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
     }
     // The run time on the placement it got (a worse placement runs longer).
     const int64_t run_s = RunTimeOf(*e.job, **bound);
-    const bool ends_in_time = res == kNoReservation || now + run_s <= res;
+    const bool ends_in_time = res == kNoReservation || now + e.job->PlannedRun(run_s) <= res;
     if (!ends_in_time && !reservation_.Take(head.request, **bound)) {
       // It would take capacity the head needs at its reservation: undo. The
       // scheduler is the only writer, so the what-if goes through it too.

@@ -194,7 +194,7 @@ Status TenantQueue::Finish(const Job& job) {
   if (meter_) meter_->Advance(e.end_s);
   TIDAL_RETURN_IF_ERROR(scheduler_.Release(job));
   Account(e, -1);
-  running_.erase({e.end_s, job.id});
+  running_.erase({e.planned_end_s, job.id});
   entries_.erase(it);
   std::fill(unfit_.begin(), unfit_.end(), 0);  // capacity grew
   return Ok();
@@ -271,8 +271,10 @@ void TenantQueue::Start(Entry& e, const Placement& p, int64_t now, QueuePass& pa
   e.running = true;
   e.start_s = now;
   e.end_s = now + run;
+  // Reservations plan with the estimated end (a user's estimate is >= the run).
+  e.planned_end_s = now + std::max(run, e.job->PlannedRun(run));
   e.committed_domain.reset();
-  running_.insert({e.end_s, e.job->id});
+  running_.insert({e.planned_end_s, e.job->id});
   Account(e, +1);
   pass.started.push_back(e.job);
   pass.ends.push_back(e.end_s);
@@ -298,7 +300,7 @@ Status TenantQueue::Evict(Entry& v, int64_t now, QueuePass& pass) {
   v.running = false;
   ++v.restarts;
   v.waiting_since = now;
-  running_.erase({v.end_s, v.job->id});
+  running_.erase({v.planned_end_s, v.job->id});
   // Back in arrival order (it keeps its sequence number).
   auto pos = std::lower_bound(waiting_.begin(), waiting_.end(), v.seq, [](const Entry* x, uint64_t s) { return x->seq < s; });
   waiting_.insert(pos, &v);
@@ -442,10 +444,10 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
       continue;
     }
     Result<const Placement*> bound = MakeError(ErrorCode::kUnschedulable, "did not fit earlier in this pass");
-    const bool long_job = holder != nullptr && now + static_cast<int64_t>(std::ceil(e.remaining_s * e.stretch)) >
+    const bool long_job = holder != nullptr && now + e.job->PlannedRun(static_cast<int64_t>(std::ceil(e.remaining_s * e.stretch))) >
                                                    reservation.time_s();
     if (holder != nullptr && reservation.time_s() != kNoReservation) {
-      if (e.remaining_s >= delays_reserved[e.shape_id]) continue;
+      if (e.job->PlannedRun(e.remaining_s) >= delays_reserved[e.shape_id]) continue;
     }
     if (!unfit[e.shape_id]) {
       if (long_job && reservation.fitting_nodes() > 0) scheduler_.set_reserved_nodes(reservation.fits());
@@ -458,9 +460,9 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
         const double stretch = *e.job->duration_s > 0 ? static_cast<double>(full) / static_cast<double>(*e.job->duration_s) : 1;
         const int64_t run = static_cast<int64_t>(std::ceil(static_cast<double>(e.remaining_s) * stretch - 1e-9)) +
                             (e.restarts > 0 ? options_.restart_penalty_s : 0);
-        if (now + run > reservation.time_s() && !reservation.Take(holder->request, **bound)) {
+        if (now + e.job->PlannedRun(run) > reservation.time_s() && !reservation.Take(holder->request, **bound)) {
           TIDAL_RETURN_IF_ERROR(scheduler_.Release(*e.job));
-          delays_reserved[e.shape_id] = std::min(delays_reserved[e.shape_id], e.remaining_s);
+          delays_reserved[e.shape_id] = std::min(delays_reserved[e.shape_id], e.job->PlannedRun(e.remaining_s));
           continue;  // it would delay the reserved job
         }
         ++pass.backfilled;

@@ -144,6 +144,7 @@ class TenantQueue : public WorkQueue {
     int32_t restarts = 0;
     bool running = false;
     int64_t start_s = 0, end_s = 0;
+    int64_t planned_end_s = 0;  // the end the queue plans with (estimates)
     double stretch = 1;        // run seconds per base second on this placement
     std::optional<int64_t> committed_domain;
   };

@@ -47,7 +47,7 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
     static const std::set<std::string> known = {"version", "name",   "jobs",   "format",  "nodes",       "topology",
                                                 "workload_model", "queue", "placers", "loads", "time_scales", "seeds",
                                                 "limit",  "max_wait", "slowdown_ok", "single_node_if_fits",
-                                                "policies", "tenants", "checkpoint_interval", "restart_penalty"};
+                                                "policies", "tenants", "checkpoint_interval", "restart_penalty", "estimates"};
     for (const auto& kv : doc) {
       const std::string k = kv.first.as<std::string>();
       if (!known.contains(k)) {
@@ -108,6 +108,11 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
       const std::string t = str("tenants");
       c.tenants = t == "proportional" ? t : Resolve(base, t);
     }
+    if (doc["estimates"]) {
+      c.estimates.clear();
+      for (const auto& v : doc["estimates"]) c.estimates.push_back(v.as<std::string>());
+      if (c.estimates.empty()) return MakeError(ErrorCode::kParse, "{}: 'estimates:' is empty", where(doc["estimates"]));
+    }
     if (doc["checkpoint_interval"]) c.checkpoint_interval_s = doc["checkpoint_interval"].as<int64_t>();
     if (doc["restart_penalty"]) c.restart_penalty_s = doc["restart_penalty"].as<int64_t>();
     if (c.checkpoint_interval_s <= 0 || c.restart_penalty_s < 0) {
@@ -164,10 +169,12 @@ Result<std::vector<CompareRow>> RunCompare(const CompareConfig& config, int thre
   std::vector<CompareRow> rows;
   const auto& scales = config.loads.empty() ? config.time_scales : config.loads;
   for (const auto& p : policies)
+    for (const auto& est : config.estimates)
     for (double x : scales)
       for (uint64_t seed : config.seeds) {
         CompareRow r;
-        r.policy = p.name;
+        r.estimate = est;
+        r.policy = config.estimates.size() > 1 && est != "exact" ? p.name + "@" + est : p.name;
         r.queue = p.queue;
         r.placer = p.placer;
         (config.loads.empty() ? r.time_scale : r.load) = x;
@@ -187,6 +194,7 @@ Result<std::vector<CompareRow>> RunCompare(const CompareConfig& config, int thre
       o.policy = row.placer;
       o.queue = *ParseQueuePolicy(row.queue);
       o.tenants = config.tenants;
+      o.estimate = row.estimate;
       o.checkpoint_interval_s = config.checkpoint_interval_s;
       o.restart_penalty_s = config.restart_penalty_s;
       o.seed = row.seed;

@@ -57,6 +57,7 @@ struct CompareConfig {
   std::vector<ComparePolicy> policies;
   std::string tenants;  // sim queue --tenants: "proportional" or a file
   int64_t checkpoint_interval_s = 1800, restart_penalty_s = 60;
+  std::vector<std::string> estimates = {"exact"};  // sim queue --estimate; a row per value
   std::vector<double> loads;        // offered loads (exclusive with time_scales)
   std::vector<double> time_scales;
   std::vector<uint64_t> seeds = {1};
@@ -71,6 +72,7 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path);
 struct CompareRow {
   std::string policy;     // the label: the placer, or the policy's name
   std::string queue, placer;
+  std::string estimate = "exact";
   double load = 0;        // the requested offered load (or 0 with time scales)
   double time_scale = 1;
   uint64_t seed = 0;

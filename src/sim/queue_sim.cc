@@ -10,6 +10,7 @@
 #include <memory>
 #include <queue>
 
+#include "common/rng.h"
 #include "framework/fragmentation.h"
 #include "plugins/registry.h"
 #include "scheduler/scheduler.h"
@@ -180,6 +181,28 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       j.topo_preferred = options.prefer_level;
     }
   }
+
+  // Run-time estimates.
+  if (options.estimate != "exact") {
+    double f = 0;
+    if (options.estimate.starts_with("f-model:")) {
+      try {
+        f = std::stod(options.estimate.substr(8));
+      } catch (...) {
+        f = 0;
+      }
+    }
+    if (!(f >= 1 && f <= 1e4)) {
+      return MakeError(ErrorCode::kInvalidArgument, "--estimate '{}': give exact or f-model:F with F in [1, 10000] (e.g. f-model:10)",
+                       options.estimate);
+    }
+    for (Job& j : jobs) {
+      Rng rng(options.seed * 1000003 + static_cast<uint64_t>(j.id));
+      const double u = 1 + (f - 1) * static_cast<double>(rng.Uniform(1u << 30)) / static_cast<double>(1u << 30);
+      j.estimate_s = static_cast<int64_t>(std::ceil(static_cast<double>(*j.duration_s) * u));
+    }
+  }
+  r.estimate = options.estimate;
 
   if (options.single_node_if_fits) {
     int32_t largest = 0;
@@ -547,6 +570,7 @@ nlohmann::json QueueSimJson(const QueueSimResult& r) {
   j["comm_share"] = measured(r.comm_share);
   j["slowdown_mean"] = measured(r.slowdown_mean);
   j["tenants"] = r.tenants.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.tenants);
+  j["estimate"] = r.estimate;
   j["preemptions"] = r.preemptions;
   j["lost_gpu_hours"] = r.lost_gpu_hours;
   j["guarantee_violations"] = r.guarantee_violations;

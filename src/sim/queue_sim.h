@@ -86,6 +86,11 @@ struct QueueSimOptions {
   // restart costs restart_penalty_s of run time.
   int64_t checkpoint_interval_s = 1800;
   int64_t restart_penalty_s = 60;
+  // Run-time estimates the queues plan backfill with: "exact" (perfect
+  // knowledge, the default) or "f-model:F" (Mu'alem & Feitelson's f-model:
+  // each job's estimate = its run time x a factor uniform in [1, F], seeded
+  // by the seed and the job id). Jobs still run their real time.
+  std::string estimate = "exact";
   // --explain JOB --at T: after the first pass at or after T seconds from
   // the first submission, why job JOB (its id) is waiting.
   int64_t explain_job = -1;
@@ -191,6 +196,7 @@ struct QueueSimResult {
   // capacity within that floor (free + its usage < its floor): counted per
   // pass and tenant, and integrated in tenant-hours.
   std::string tenants;
+  std::string estimate = "exact";
   int64_t preemptions = 0;
   double lost_gpu_hours = 0;
   int64_t guarantee_violations = 0;

@@ -35,6 +35,9 @@ struct Job {
   std::optional<int64_t> end_time_s;        // deletion time as recorded
   std::optional<int64_t> scheduled_time_s;  // start time as recorded
   std::optional<int64_t> duration_s;        // run time once started
+  // The run time the scheduler is told (a user's estimate or time limit,
+  // >= duration_s); queues plan backfill with it. None: the exact run time.
+  std::optional<int64_t> estimate_s;
 
   // Where the job was read from, for error messages: "file:line".
   std::string source;
@@ -56,6 +59,14 @@ struct Job {
   // GPUs per tensor-parallel group, kept inside one NVLink domain (0: unknown).
   int32_t tp_group = 0;
 
+  // What a queue plans with: the estimate, else the exact run time.
+  int64_t PlannedDuration() const { return estimate_s ? *estimate_s : duration_s.value_or(0); }
+  // A run of `run_s` seconds (the exact run time on its placement) as the
+  // queue plans it: scaled by estimate / duration.
+  int64_t PlannedRun(int64_t run_s) const {
+    if (!estimate_s || !duration_s || *duration_s <= 0) return run_s;
+    return static_cast<int64_t>(static_cast<double>(run_s) * static_cast<double>(*estimate_s) / static_cast<double>(*duration_s) + 0.5);
+  }
   int64_t TotalGpuMilli() const { return int64_t{num_gpu} * gpu_milli; }
   bool IsGpuSharing() const { return num_gpu == 1 && gpu_milli < kMilliPerGpu; }
   bool IsCpuOnly() const { return num_gpu == 0; }
