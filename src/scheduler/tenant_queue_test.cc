@@ -573,6 +573,110 @@ TEST(TenantQueue, DISABLED_PriorityPreemptionWhenTheTenantsQuotaIsFull) {
   }
 }
 
+// BUG (disabled): in one pass, a tenant's second job borrows the floor of
+// a tenant whose within-floor job comes later in the same pass, which then
+// cannot reclaim it (a job started in this pass is no victim): a guarantee
+// violation until the next pass. org -> A (8), B (8) on 2 x 8 GPUs; at 0
+// A's a1 (8), A's a2 (8), then B's b1 (8) arrive together. The fair-share
+// order puts within-floor jobs first, so b1 (within B's floor) should start
+// with a1, and a2 (borrowing) wait: started {a1, b1}. Actual: {a1, a2};
+// b1 waits with B at 0 of its floor and nothing free, and at the next pass
+// (here 100) reclaims a2, losing (100 + 60) * 8 = 1280 GPU-seconds.
+// Where: TenantQueue::KeyOf computes the within-floor class from the usage
+// before the pass, job by job: a2 alone fits A's floor, so it is class 0
+// like b1 (and ahead of it by arrival), though after a1 it no longer does;
+// TryPreempt then skips victims with start_s == now.
+TEST(TenantQueue, DISABLED_WithinFloorJobsOfOtherTenantsGoBeforeBorrowersInAPass) {
+  Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 8, 10000, 0);
+  const Job& a2 = h.Push("A", 8, 10000, 0);
+  const Job& b1 = h.Push("B", 8, 10000, 0);
+  QueuePass p = h.Schedule(0);
+  EXPECT_EQ(h.Started(p), (Names{a1.name, b1.name}));
+  p = h.Schedule(100);
+  EXPECT_TRUE(p.preempted.empty()) << "a2 preempted at 100 after it borrowed B's floor at 0";
+  (void)a2;
+}
+
+// BUG (disabled): a guaranteed job larger than its tenant's floor is
+// queued and then waits forever, never reported unresolvable.
+// org -> G (8, guaranteed), A (8) on 2 x 8 GPUs; G's g (16 GPUs). Push
+// checks the request against PotentialAvailable(G) = 16 (floor + what G may
+// borrow), but a guaranteed job runs only within G's floor of 8, so it can
+// never be admitted. Expected: reported unresolvable (at Push, 'quota: ...',
+// or by a pass). Actual: queued; even on the empty cluster every pass skips
+// it (AdmitsNow: FitsOwnQuota false; no reclaim right) and it never leaves
+// the queue — a replay ends with "jobs waiting ... this is a bug".
+// Where: TenantQueue::Push's quota check (uses PotentialAvailable for every
+// tier; a guaranteed tenant's limit is subtree(t)), and Schedule's
+// unresolvable check, which only sees placement failures.
+TEST(TenantQueue, DISABLED_GuaranteedJobAboveTheFloorIsUnresolvable) {
+  Harness h(2, Tree({{"G", 8, Tier::kGuaranteed}, {"A", 8}}), QueuePolicy::kTidal);
+  const Job& g = h.NewJob("G", 16, 10);
+  std::vector<UnresolvableJob> u;
+  ASSERT_TRUE(h.queue->Push(g, u).has_value());
+  QueuePass p = h.Schedule(0);
+  for (const UnresolvableJob& x : p.unresolvable) u.push_back(x);
+  ASSERT_EQ(u.size(), 1u) << "waiting: " << h.queue->waiting() << ", started: " << p.started.size();
+  EXPECT_EQ(u[0].job, &g);
+  EXPECT_EQ(h.queue->waiting(), 0u);
+}
+
+// BUG (disabled): a pass remembers "no victims for this shape" (no_victims)
+// and skips TryPreempt for every later job of the same shape — but who may
+// be a victim depends on the preemptor's tenant and priority, not its
+// shape. org -> X (8), Y (8) on 2 x 8 GPUs, first-fit:
+//  0: Y's ylo (4, priority 0) on n0 0-3; Y's f (4, 500 s) on n0 4-7.
+//  100: X's x1 (4) on n1 0-3.   500: f ends: n0 and n1 have 4 free each.
+//  600: X's x (8 on one host, priority 0) and Y's y (8 on one host,
+//      priority 5). Both fit the quota (8 free) but no host; neither fits
+//      its own floor (4 + 8 > 8). X has used less (fair share): x first.
+//      x has no victim (no lower priority job of X) -> no_victims gets the
+//      shape. y could take ylo (Y's, lower priority): lost (600 + 60) * 4 =
+//      2640, y on n0. Expected: that. Actual: y is skipped (same shape), in
+//      this pass and every later one while x stays ahead of it.
+// Where: TenantQueue::Schedule, `no_victims` (std::set<JobShape>) checked
+// before both TryPreempt calls; TryPreempt's candidates depend on
+// e.tenant, e.job->priority and the tenant's reclaim right.
+// The setup of the test below; with_x: X's x arrives with y.
+void NoVictimsSetup(Harness& h, bool with_x, const Job** ylo, const Job** y) {
+  *ylo = &h.Push("Y", 4, 100000, 0, 0);
+  const Job& f = h.Push("Y", 4, 500, 0);
+  h.Schedule(0);
+  const Job& x1 = h.Push("X", 4, 100000, 100);
+  h.Schedule(100);
+  ASSERT_EQ(h.NodeOf(**ylo), 0);
+  ASSERT_EQ(h.NodeOf(x1), 1);
+  h.Finish(f);
+  h.Schedule(500);
+  if (with_x) h.Push("X", 8, 100, 600, 0);
+  *y = &h.Push("Y", 8, 100, 600, 5);
+}
+
+// The control: y alone takes ylo (same tenant, lower priority) to get a
+// whole host.
+TEST(TenantQueue, PriorityPreemptionForAWholeHost) {
+  Harness h(2, Tree({{"X", 8}, {"Y", 8}}), QueuePolicy::kTidal);
+  const Job *ylo = nullptr, *y = nullptr;
+  NoVictimsSetup(h, false, &ylo, &y);
+  QueuePass p = h.Schedule(600);
+  EXPECT_EQ(h.Preempted(p), (Lost{{ylo->name, 2640}}));
+  EXPECT_EQ(h.Started(p), (Names{y->name}));
+  EXPECT_EQ(h.NodeOf(*y), 0);
+}
+
+TEST(TenantQueue, DISABLED_NoVictimsForOneTenantDoesNotStopAnother) {
+  Harness h(2, Tree({{"X", 8}, {"Y", 8}}), QueuePolicy::kTidal);
+  const Job *ylo = nullptr, *y = nullptr;
+  NoVictimsSetup(h, true, &ylo, &y);
+  QueuePass p = h.Schedule(600);
+  EXPECT_EQ(h.Preempted(p), (Lost{{ylo->name, 2640}}));
+  EXPECT_EQ(h.Started(p), (Names{y->name}));
+  // Nor does a later pass without a release: y is still not running.
+  h.Schedule(700);
+  EXPECT_GE(h.NodeOf(*y), 0);
+}
+
 TEST(TenantQueue, PushErrors) {
   Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal);
   std::vector<UnresolvableJob> u;
