@@ -1,0 +1,885 @@
+// The tenant queue, driven by hand pass by pass on a few 8-GPU nodes with
+// the first-fit placer (a job goes to the first node with room, so every
+// placement below is known). Each scenario's expected starts, ends,
+// victims and lost GPU-seconds are worked out in its comments from
+// tenant_queue.h and docs/tenancy.md; CheckInvariants() is asserted after
+// every Push, Schedule and Finish.
+//
+// Lost GPU-seconds of a victim preempted at `now` (checkpoint interval
+// 1800 s, restart penalty 60 s, the kTidal/kKueue defaults):
+//   elapsed = now - start;  useful = elapsed - (60 if it was restarted)
+//   saved = floor(useful / 1800) * 1800
+//   lost = (elapsed - saved + 60) * GPUs; its remaining time shrinks by saved.
+#include "scheduler/tenant_queue.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plugins/placer_test_util.h"
+#include "plugins/registry.h"
+#include "tenancy/tenants_file.h"
+
+namespace tidal {
+namespace {
+
+using ::testing::HasSubstr;
+using tenancy::Quota;
+using tenancy::TenantSpec;
+using tenancy::TenantTree;
+using tenancy::Tier;
+
+struct T {
+  std::string name;
+  int64_t floor_gpus = 0;
+  Tier tier = Tier::kStandard;
+  std::optional<int64_t> borrowing_limit_gpus = std::nullopt;
+};
+
+// org (nominal `pool` GPUs) -> the given leaves.
+std::shared_ptr<const TenantTree> Tree(const std::vector<T>& leaves, int64_t pool = 0) {
+  std::vector<TenantSpec> specs;
+  TenantSpec root{.name = "org"};
+  root.quotas.push_back({"gpu", Quota{.nominal = pool * kMilliPerGpu}});
+  specs.push_back(root);
+  for (const T& t : leaves) {
+    TenantSpec s{.name = t.name, .parent = "org", .tier = t.tier};
+    Quota q{.nominal = t.floor_gpus * kMilliPerGpu};
+    if (t.borrowing_limit_gpus) q.borrowing_limit = *t.borrowing_limit_gpus * kMilliPerGpu;
+    s.quotas.push_back({"gpu", q});
+    specs.push_back(std::move(s));
+  }
+  auto tree = TenantTree::Build(std::move(specs));
+  EXPECT_TRUE(tree.has_value()) << tree.error().message;
+  return std::make_shared<const TenantTree>(std::move(*tree));
+}
+
+struct Harness {
+  // nodes < 0: the two-leaf fat tree of placer_test_util.h (a1 a2 | b1 b2,
+  // node ids 0-3).
+  Harness(int nodes, std::shared_ptr<const TenantTree> tree, QueuePolicy policy,
+          const std::function<void(TenantQueueOptions&)>& tweak = nullptr) {
+    ClusterState cluster;
+    if (nodes < 0) {
+      plugins::testing::World w(plugins::testing::kTwoLeaves, plugins::testing::kTwoLeavesHosts);
+      cluster = std::move(w.cluster);
+    } else {
+      std::vector<NodeSpec> specs;
+      for (int i = 0; i < nodes; ++i) specs.push_back({fmt::format("n{}", i), 64000, 262144, 8, "H100"});
+      cluster = std::move(*ClusterState::Build(specs));
+    }
+    auto profile = plugins::MakePolicyProfile("first-fit", nullptr);
+    EXPECT_TRUE(profile.has_value());
+    scheduler = std::make_unique<Scheduler>(std::move(cluster), std::move(*profile), 1);
+    auto options = TenantQueueOptionsFor(policy);
+    EXPECT_TRUE(options.has_value());
+    if (tweak) tweak(*options);
+    queue = std::make_unique<TenantQueue>(*scheduler, std::move(tree), *options);
+  }
+
+  const Job& NewJob(const std::string& tenant, int32_t gpus, int64_t duration, int32_t priority = 0) {
+    Job j;
+    j.id = static_cast<JobId>(jobs.size()) + 1;
+    j.name = fmt::format("{}{}", tenant.empty() ? "j" : tenant, j.id);
+    j.source = fmt::format("test:{}", j.id);
+    j.group = tenant;
+    j.num_gpu = gpus;
+    j.gpu_milli = kMilliPerGpu;
+    j.single_node = gpus <= 8;
+    j.priority = priority;
+    j.submit_time_s = 0;
+    j.duration_s = duration;
+    jobs.push_back(j);
+    return jobs.back();
+  }
+  void Check() {
+    auto s = queue->CheckInvariants();
+    EXPECT_TRUE(s.has_value()) << s.error().message;
+    EXPECT_TRUE(scheduler->cluster().CheckInvariants().has_value());
+  }
+  // Pushes a job that must be queued.
+  const Job& Push(const std::string& tenant, int32_t gpus, int64_t duration, int64_t now, int32_t priority = 0) {
+    const Job& j = NewJob(tenant, gpus, duration, priority);
+    jobs.back().submit_time_s = now;
+    std::vector<UnresolvableJob> u;
+    auto s = queue->Push(j, u);
+    EXPECT_TRUE(s.has_value()) << s.error().message;
+    EXPECT_TRUE(u.empty()) << (u.empty() ? "" : u[0].reason);
+    Check();
+    return j;
+  }
+  QueuePass Schedule(int64_t now) {
+    auto p = queue->Schedule(now);
+    EXPECT_TRUE(p.has_value()) << p.error().message;
+    Check();
+    return p ? std::move(*p) : QueuePass{};
+  }
+  void Finish(const Job& j) {
+    auto s = queue->Finish(j);
+    EXPECT_TRUE(s.has_value()) << s.error().message;
+    Check();
+  }
+  static std::vector<std::string> Started(const QueuePass& p) {
+    std::vector<std::string> out;
+    for (const Job* j : p.started) out.push_back(j->name);
+    return out;
+  }
+  static std::vector<std::pair<std::string, int64_t>> Preempted(const QueuePass& p) {
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const PreemptedJob& j : p.preempted) out.push_back({j.job->name, j.lost_gpu_s});
+    return out;
+  }
+  // GPUs (whole) the tenant's running jobs hold.
+  int64_t Usage(const std::string& tenant) const {
+    const TenantTree& t = queue->usage_tree();
+    return t.usage(t.Find(tenant), *t.resource("gpu")) / kMilliPerGpu;
+  }
+  NodeId NodeOf(const Job& j) const {
+    const Placement* p = scheduler->cluster().FindAllocation(j.id);
+    return p == nullptr || p->assignments.empty() ? -1 : p->assignments[0].node;
+  }
+
+  std::deque<Job> jobs;  // stable addresses
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<TenantQueue> queue;
+};
+
+using Lost = std::vector<std::pair<std::string, int64_t>>;
+using Names = std::vector<std::string>;
+
+// org -> A (8), B (8) on 2 x 8 GPUs, tidal policy.
+//  0: A's a1, a2 (8 GPUs, 10000 s each) start on n0, n1: A borrows B's idle 8.
+//  4000: B's b1 (8, 1000 s) arrives. B has no quota available (A holds all
+//      16) but fits its own floor: reclaim. Victims a1 and a2 cost the same,
+//      (4000 - 3600 + 60) * 8 = 3680; tie -> lower domain (n0: a1). b1
+//      starts on n0 in the same pass, ends 5000. a1 keeps 3600 s of work:
+//      10000 - 3600 = 6400 s remain.
+//  5000: b1 ends; a1 resumes: 6400 + 60 (restart penalty) -> ends 11460.
+//  6900: B's b2 (8, 1000 s): reclaim again. a1 (restarted at 5000): elapsed
+//      1900, useful 1840, saved 1800, lost (1900 - 1800 + 60) * 8 = 1280;
+//      a2: elapsed 6900, saved 5400, lost (1500 + 60) * 8 = 12480 -> a1.
+//      a1 has 6400 - 1800 = 4600 s left.
+//  7900: b2 ends; a1 resumes: ends 7900 + 4600 + 60 = 12560.
+TEST(TenantQueue, BorrowReclaimAndResumeFromTheCheckpoint) {
+  Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 8, 10000, 0);
+  const Job& a2 = h.Push("A", 8, 10000, 0);
+  QueuePass p = h.Schedule(0);
+  EXPECT_EQ(h.Started(p), (Names{a1.name, a2.name}));
+  EXPECT_EQ(p.ends, (std::vector<int64_t>{10000, 10000}));
+  EXPECT_EQ(h.Usage("A"), 16);
+  EXPECT_EQ(h.NodeOf(a1), 0);
+  EXPECT_TRUE(h.queue->usage_tree().Borrowing(h.queue->usage_tree().Find("A")));
+
+  const Job& b1 = h.Push("B", 8, 1000, 4000);
+  p = h.Schedule(4000);
+  EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 3680}}));
+  EXPECT_EQ(h.Started(p), (Names{b1.name}));
+  EXPECT_EQ(p.ends, (std::vector<int64_t>{5000}));
+  EXPECT_EQ(h.NodeOf(b1), 0);
+  EXPECT_EQ(h.NodeOf(a1), -1);
+  EXPECT_EQ(h.Usage("A"), 8);
+  EXPECT_EQ(h.Usage("B"), 8);
+  EXPECT_EQ(h.queue->waiting(), 1u);
+  EXPECT_EQ(h.queue->running(), 2u);
+
+  h.Finish(b1);
+  p = h.Schedule(5000);
+  EXPECT_EQ(h.Started(p), (Names{a1.name}));
+  EXPECT_EQ(p.ends, (std::vector<int64_t>{11460}));
+  EXPECT_TRUE(p.preempted.empty());
+
+  const Job& b2 = h.Push("B", 8, 1000, 6900);
+  p = h.Schedule(6900);
+  EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 1280}}));
+  EXPECT_EQ(h.Started(p), (Names{b2.name}));
+  EXPECT_EQ(p.ends, (std::vector<int64_t>{7900}));
+
+  h.Finish(b2);
+  p = h.Schedule(7900);
+  EXPECT_EQ(h.Started(p), (Names{a1.name}));
+  EXPECT_EQ(p.ends, (std::vector<int64_t>{12560}));
+
+  h.Finish(a2);
+  EXPECT_TRUE(h.Schedule(10000).started.empty());
+  h.Finish(a1);
+  h.Schedule(12560);
+  EXPECT_EQ(h.queue->waiting(), 0u);
+  EXPECT_EQ(h.queue->running(), 0u);
+  EXPECT_EQ(h.Usage("A"), 0);
+  EXPECT_EQ(h.scheduler->cluster().total_gpu_milli_allocated(), 0);
+}
+
+// min_run_s: a job runs this long before it may be preempted. The same
+// start as above with min_run_s 5000: no reclaim at 4000 (a1 and a2 have
+// run 4000 s), one at 5000: lost (5000 - 3600 + 60) * 8 = 11680.
+TEST(TenantQueue, MinRunTimeDelaysReclaim) {
+  Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal, [](TenantQueueOptions& o) { o.min_run_s = 5000; });
+  const Job& a1 = h.Push("A", 8, 10000, 0);
+  h.Push("A", 8, 10000, 0);
+  h.Schedule(0);
+  const Job& b1 = h.Push("B", 8, 1000, 4000);
+  QueuePass p = h.Schedule(4000);
+  EXPECT_TRUE(p.preempted.empty());
+  EXPECT_TRUE(p.started.empty());
+  p = h.Schedule(5000);
+  EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 11680}}));
+  EXPECT_EQ(h.Started(p), (Names{b1.name}));
+}
+
+// org -> A (8), B (8), C (8) on 3 x 8 GPUs.
+//  0: B's b1, b2 (8 each) on n0, n1: B borrows 8.
+//  2000: A's a1 (8) on n2: A exactly at its floor.
+//  3500: C's c1 (8) reclaims. Costs: b1, b2 (3500 - 1800 + 60) * 8 = 14080;
+//      a1 (1500 + 60) * 8 = 12480 — the cheapest, but A is not borrowing, so
+//      a1 is no victim: b1 (n0, lower id than b2's n1) is.
+//  3600: C's c2 (8): C at its floor, no quota left, no reclaim right; B is
+//      at its floor too. Nothing moves.
+TEST(TenantQueue, ATenantAtItsFloorIsNeverAReclaimVictim) {
+  Harness h(3, Tree({{"A", 8}, {"B", 8}, {"C", 8}}), QueuePolicy::kTidal);
+  const Job& b1 = h.Push("B", 8, 100000, 0);
+  const Job& b2 = h.Push("B", 8, 100000, 0);
+  EXPECT_EQ(h.Started(h.Schedule(0)), (Names{b1.name, b2.name}));
+  const Job& a1 = h.Push("A", 8, 100000, 2000);
+  EXPECT_EQ(h.Started(h.Schedule(2000)), (Names{a1.name}));
+  EXPECT_EQ(h.NodeOf(a1), 2);
+
+  const Job& c1 = h.Push("C", 8, 100000, 3500);
+  QueuePass p = h.Schedule(3500);
+  EXPECT_EQ(h.Preempted(p), (Lost{{b1.name, 14080}}));
+  EXPECT_EQ(h.Started(p), (Names{c1.name}));
+  EXPECT_EQ(h.NodeOf(c1), 0);
+  EXPECT_EQ(h.Usage("A"), 8);
+  EXPECT_EQ(h.Usage("B"), 8);
+  EXPECT_EQ(h.Usage("C"), 8);
+
+  h.Push("C", 8, 100000, 3600);
+  p = h.Schedule(3600);
+  EXPECT_TRUE(p.preempted.empty());
+  EXPECT_TRUE(p.started.empty());
+  EXPECT_EQ(h.queue->waiting(), 2u);  // b1 and c2
+}
+
+// Spot jobs are the first victims of anyone, even within their tenant's
+// floor. org -> S (8), A (0), B (8) on 2 x 8 GPUs.
+//  0: A's a1 (8) on n0 (A borrows: its floor is 0).
+//  1000: S's s1 (8) on n1: S at its floor.
+//  3500: B's b1 reclaims. a1: (3500 - 1800 + 60) * 8 = 14080; s1: elapsed
+//      2500, saved 1800: (700 + 60) * 8 = 6080.
+// S spot: s1 is admissible and cheaper -> s1. S standard: S is at its floor,
+// s1 is no victim -> a1.
+TEST(TenantQueue, SpotJobsAreVictimsEvenWithinTheirFloor) {
+  for (const Tier tier : {Tier::kSpot, Tier::kStandard}) {
+    SCOPED_TRACE(tenancy::TierName(tier));
+    Harness h(2, Tree({{"S", 8, tier}, {"A", 0}, {"B", 8}}), QueuePolicy::kTidal);
+    const Job& a1 = h.Push("A", 8, 100000, 0);
+    h.Schedule(0);
+    const Job& s1 = h.Push("S", 8, 100000, 1000);
+    EXPECT_EQ(h.Started(h.Schedule(1000)), (Names{s1.name}));
+    const Job& b1 = h.Push("B", 8, 100000, 3500);
+    QueuePass p = h.Schedule(3500);
+    EXPECT_EQ(h.Started(p), (Names{b1.name}));
+    if (tier == Tier::kSpot) {
+      EXPECT_EQ(h.Preempted(p), (Lost{{s1.name, 6080}}));
+      // A spot job has no reclaim right: s1 (within S's floor) waits, a1
+      // (A borrowing) keeps running.
+      p = h.Schedule(3600);
+      EXPECT_TRUE(p.preempted.empty());
+      EXPECT_TRUE(p.started.empty());
+    } else {
+      EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 14080}}));
+    }
+  }
+}
+
+// Guaranteed-tier jobs run only within their tenant's floor, even with the
+// cluster idle. org -> G (8, guaranteed), A (8), B (8) on 3 x 8 GPUs: G's
+// g1 (8) starts, g2 (8) waits though 16 GPUs are idle and the cohort's
+// quota would admit it for a standard job.
+TEST(TenantQueue, GuaranteedJobsNeverRunBeyondTheirFloor) {
+  Harness h(3, Tree({{"G", 8, Tier::kGuaranteed}, {"A", 8}, {"B", 8}}), QueuePolicy::kTidal);
+  const Job& g1 = h.Push("G", 8, 1000, 0);
+  const Job& g2 = h.Push("G", 8, 1000, 0);
+  const Job& g3 = h.Push("G", 1, 1000, 0);
+  QueuePass p = h.Schedule(0);
+  EXPECT_EQ(h.Started(p), (Names{g1.name}));
+  EXPECT_EQ(h.Usage("G"), 8);
+  EXPECT_EQ(h.scheduler->cluster().free_whole_gpus(1), 8);
+  EXPECT_EQ(h.Schedule(10).started.size(), 0u);
+  // Standard jobs of A may take the idle 16.
+  const Job& a1 = h.Push("A", 8, 1000, 20);
+  const Job& a2 = h.Push("A", 8, 1000, 20);
+  EXPECT_EQ(h.Started(h.Schedule(20)), (Names{a1.name, a2.name}));
+  h.Finish(g1);
+  p = h.Schedule(1000);
+  EXPECT_EQ(h.Started(p), (Names{g2.name}));  // g3 (1 GPU) would exceed the floor with g2
+  std::vector<TenantStatus> st = h.queue->TenantStatuses();
+  const auto g = h.queue->usage_tree().Find("G");
+  for (const TenantStatus& s : st) {
+    if (s.tenant != g) continue;
+    EXPECT_EQ(s.usage_gpu_milli, 8000);
+    EXPECT_EQ(s.floor_gpu_milli, 8000);
+    EXPECT_EQ(s.waiting, 1);
+    EXPECT_EQ(s.min_waiting_gpu_milli, 1000);
+  }
+  (void)g3;
+}
+
+// A reclaim never takes a guaranteed job, even the cheapest one.
+// org -> G (8, guaranteed), A (8), B (8) on 3 x 8 GPUs.
+//  0: A's a1, a2 (8) on n0, n1 (A borrows 8).  1000: G's g1 (8) on n2.
+//  3500: B's b1 reclaims: a1, a2 cost (1700 + 60) * 8 = 14080; g1 (elapsed
+//      2500) only 6080 but is no candidate -> a1 (n0).
+TEST(TenantQueue, GuaranteedJobsAreNeverReclaimed) {
+  Harness h(3, Tree({{"G", 8, Tier::kGuaranteed}, {"A", 8}, {"B", 8}}), QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 8, 100000, 0);
+  h.Push("A", 8, 100000, 0);
+  h.Schedule(0);
+  const Job& g1 = h.Push("G", 8, 100000, 1000);
+  EXPECT_EQ(h.Started(h.Schedule(1000)), (Names{g1.name}));
+  const Job& b1 = h.Push("B", 8, 100000, 3500);
+  QueuePass p = h.Schedule(3500);
+  EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 14080}}));
+  EXPECT_EQ(h.Started(p), (Names{b1.name}));
+  EXPECT_EQ(h.NodeOf(g1), 2);
+}
+
+// A guaranteed job may be preempted by its own tenant's higher priority.
+// org -> G (8, guaranteed), A (8) on 2 x 8 GPUs.
+//  0: A's a1 (8) on n0, a2 (4) on n1 0-3: A uses 12, borrowing 4.
+//  3000: G's g_low (4, priority 0) on n1 4-7: the cluster is full.
+//  3100: G's g_high (4, priority 5): within G's floor, so it may reclaim
+//      from A (a1: (1300 + 60) * 8 = 10880 on n0; a2: (1300 + 60) * 4 =
+//      5440 on n1) or take g_low ((100 + 60) * 4 = 640 on n1) by priority.
+//      n1 with g_low alone (640) is the cheapest -> g_low.
+//  3200: g_low (within G's floor again) reclaims: a1 (1400 + 60) * 8 = 11680
+//      on n0 vs a2 (1400 + 60) * 4 = 5840 on n1 -> a2; g_low on n1 0-3.
+TEST(TenantQueue, GuaranteedJobsYieldOnlyToTheirOwnTenantsHigherPriority) {
+  Harness h(2, Tree({{"G", 8, Tier::kGuaranteed}, {"A", 8}}), QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 8, 100000, 0);
+  const Job& a2 = h.Push("A", 4, 100000, 0);
+  EXPECT_EQ(h.Started(h.Schedule(0)), (Names{a1.name, a2.name}));
+  const Job& lo = h.Push("G", 4, 100000, 3000, 0);
+  EXPECT_EQ(h.Started(h.Schedule(3000)), (Names{lo.name}));
+  EXPECT_EQ(h.NodeOf(lo), 1);
+  const Job& hi = h.Push("G", 4, 100000, 3100, 5);
+  QueuePass p = h.Schedule(3100);
+  EXPECT_EQ(h.Preempted(p), (Lost{{lo.name, 640}}));
+  EXPECT_EQ(h.Started(p), (Names{hi.name}));
+  p = h.Schedule(3200);
+  EXPECT_EQ(h.Preempted(p), (Lost{{a2.name, 5840}}));
+  EXPECT_EQ(h.Started(p), (Names{lo.name}));
+  EXPECT_EQ(h.Usage("G"), 8);
+  EXPECT_EQ(h.Usage("A"), 8);
+  // A at its floor now: a2 waits; nobody is borrowing.
+  p = h.Schedule(3300);
+  EXPECT_TRUE(p.started.empty());
+  EXPECT_TRUE(p.preempted.empty());
+}
+
+// Static partitions: the tree without borrowing; a tenant never exceeds its
+// floor even with the cluster idle. org -> A (8), B (8) on 2 x 8 GPUs.
+TEST(TenantQueue, StaticPartitionsNeverExceedTheFloor) {
+  auto base = Tree({{"A", 8}, {"B", 8}});
+  auto wall = tenancy::WithoutBorrowing(*base);
+  ASSERT_TRUE(wall.has_value());
+  Harness h(2, std::make_shared<const TenantTree>(std::move(*wall)), QueuePolicy::kStaticPartitions);
+  const Job& a1 = h.Push("A", 8, 100, 0);
+  const Job& a2 = h.Push("A", 4, 100, 0);
+  const Job& a3 = h.Push("A", 4, 50, 0);
+  QueuePass p = h.Schedule(0);
+  EXPECT_EQ(h.Started(p), (Names{a1.name}));
+  EXPECT_EQ(h.Usage("A"), 8);
+  EXPECT_EQ(h.scheduler->cluster().free_whole_gpus(1), 8);  // B's half idle
+  EXPECT_EQ(h.queue->waiting(), 2u);
+  const Job& b1 = h.Push("B", 4, 1000, 10);
+  EXPECT_EQ(h.Started(h.Schedule(10)), (Names{b1.name}));
+  EXPECT_EQ(h.Usage("A"), 8);
+  h.Finish(a1);
+  p = h.Schedule(100);
+  EXPECT_EQ(h.Started(p), (Names{a2.name, a3.name}));
+  EXPECT_EQ(p.ends, (std::vector<int64_t>{200, 150}));
+  EXPECT_TRUE(p.preempted.empty());
+  // A job larger than A's floor can never be admitted: A may hold 8 at most.
+  const Job& big = h.NewJob("A", 16, 10);
+  std::vector<UnresolvableJob> u;
+  ASSERT_TRUE(h.queue->Push(big, u).has_value());
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].job, &big);
+  EXPECT_THAT(u[0].reason, HasSubstr("quota:"));
+  EXPECT_THAT(u[0].reason, HasSubstr("'A'"));
+  EXPECT_THAT(u[0].reason, HasSubstr("8000"));
+  EXPECT_EQ(h.queue->waiting(), 0u);
+}
+
+// One tenant whose floor (32) is larger than the cluster, so the quota never
+// binds and only placement decides. 2 x 8 GPUs, first-fit:
+//  0: x (4, 1000 s) on n0 0-3, y (8, 3000 s) on n1.
+//  10: j1 (8, 100 s), then j2 (4, 5000 s), then j3 (4, 500 s). j1 fits no
+//      host (n0 has 4 free). Its reservation: 1000 (x ends, n0 whole).
+// tidal (EASY backfill): j2 would end at 5010 > 1000 on n0, where j1 is
+//   reserved -> not started; j3 ends at 510 <= 1000 -> backfilled.
+// kueue (BestEffortFIFO, no backfill): j1 does not block; j2 starts (n0 4-7)
+//   and j3 finds no room.
+TEST(TenantQueue, BackfillProtectsTheReservationKueueDoesNotBlock) {
+  for (const QueuePolicy policy : {QueuePolicy::kTidal, QueuePolicy::kKueue}) {
+    SCOPED_TRACE(QueuePolicyName(policy));
+    Harness h(2, Tree({{"A", 32}}), policy);
+    const Job& x = h.Push("A", 4, 1000, 0);
+    const Job& y = h.Push("A", 8, 3000, 0);
+    EXPECT_EQ(h.Started(h.Schedule(0)), (Names{x.name, y.name}));
+    const Job& j1 = h.Push("A", 8, 100, 10);
+    const Job& j2 = h.Push("A", 4, 5000, 10);
+    const Job& j3 = h.Push("A", 4, 500, 10);
+    QueuePass p = h.Schedule(10);
+    EXPECT_TRUE(p.preempted.empty());
+    if (policy == QueuePolicy::kTidal) {
+      EXPECT_EQ(h.queue->head(), &j1);
+      EXPECT_EQ(h.Started(p), (Names{j3.name}));
+      EXPECT_EQ(p.ends, (std::vector<int64_t>{510}));
+      EXPECT_EQ(p.backfilled, 1);
+      EXPECT_EQ(h.queue->reservation_s(), 1000);
+      h.Finish(j3);
+      EXPECT_TRUE(h.Schedule(510).started.empty());  // j2 still would delay j1
+      h.Finish(x);
+      p = h.Schedule(1000);
+      EXPECT_EQ(h.Started(p), (Names{j1.name}));  // on n0; j2 has no room until j1 ends
+      EXPECT_EQ(p.ends, (std::vector<int64_t>{1100}));
+      EXPECT_EQ(h.queue->head(), &j2);
+      EXPECT_EQ(h.queue->reservation_s(), 1100);
+    } else {
+      EXPECT_EQ(h.Started(p), (Names{j2.name}));
+      EXPECT_EQ(p.ends, (std::vector<int64_t>{5010}));
+      EXPECT_EQ(p.backfilled, 0);
+      EXPECT_EQ(h.queue->reservation_s(), kNoReservation);
+    }
+  }
+}
+
+// BUG (disabled): without backfill, head() is the LAST job of the pass
+// that did not fit, not the first. The scenario above under kueue: j1 (8)
+// and then j3 (4) do not fit; head() should be j1 (the oldest blocked job,
+// as WorkQueue::head() and the FIFO queue define it) but is j3.
+// TenantQueue::Schedule sets `head_ = e.job` under `if (holder == nullptr)`,
+// and `holder` is only set with backfill, so every later job that does not
+// fit overwrites head_. (No effect in sim/queue_sim.cc today: it reads
+// head() only with a reservation, and there is none without backfill.)
+TEST(TenantQueue, DISABLED_KueueHeadIsTheFirstJobThatDidNotFit) {
+  Harness h(2, Tree({{"A", 32}}), QueuePolicy::kKueue);
+  h.Push("A", 4, 1000, 0);
+  h.Push("A", 8, 3000, 0);
+  h.Schedule(0);
+  const Job& j1 = h.Push("A", 8, 100, 10);
+  h.Push("A", 4, 5000, 10);
+  const Job& j3 = h.Push("A", 4, 500, 10);
+  h.Schedule(10);
+  EXPECT_EQ(h.queue->head(), &j1) << "head() is " << (h.queue->head() == &j3 ? "j3" : "another job");
+}
+
+// LAS (Tiresias, one pool, no quotas): a new job preempts a running job
+// whose attained GPU-seconds reached the first queue limit (3600), not one
+// below it. One 8-GPU node: r1 (8, 10000 s) from 0; n1 (8, 100 s) arrives
+// at 449: r1 has 449 * 8 = 3592 < 3600 (both in Q0) -> waits. At 450 r1 has
+// 3600 -> Q1 -> preempted: lost (450 + 60) * 8 = 4080 (nothing saved); n1
+// ends 550. r1 (Q1) does not preempt n1 (Q0) back. At 550 r1 resumes:
+// 10000 + 60 -> 10610.
+TEST(TenantQueue, LasPreemptsOnlyJobsPastTheQueueLimit) {
+  Harness h(1, nullptr, QueuePolicy::kLas);
+  const Job& r1 = h.Push("", 8, 10000, 0);
+  EXPECT_EQ(h.Started(h.Schedule(0)), (Names{r1.name}));
+  const Job& n1 = h.Push("", 8, 100, 449);
+  QueuePass p = h.Schedule(449);
+  EXPECT_TRUE(p.started.empty());
+  EXPECT_TRUE(p.preempted.empty());
+  p = h.Schedule(450);
+  EXPECT_EQ(h.Preempted(p), (Lost{{r1.name, 4080}}));
+  EXPECT_EQ(h.Started(p), (Names{n1.name}));
+  EXPECT_EQ(p.ends, (std::vector<int64_t>{550}));
+  p = h.Schedule(500);
+  EXPECT_TRUE(p.started.empty());
+  EXPECT_TRUE(p.preempted.empty());
+  h.Finish(n1);
+  p = h.Schedule(550);
+  EXPECT_EQ(h.Started(p), (Names{r1.name}));
+  EXPECT_EQ(p.ends, (std::vector<int64_t>{10610}));
+}
+
+// Priority preemption within a tenant. The quota must admit the job first,
+// so the room is missing only by fragmentation. org (pool 8) -> A (8), B (8)
+// on 3 x 8 GPUs:
+//  0: B's b2 (8) on n0.  1: A's a1 (4, priority P) on n1 0-3.
+//  2: B's x (4, 8 s) on n1 4-7.  3: B's b1 (4, priority -100) on n2 0-3.
+//  10: x ends: n1 and n2 have 4 free each; B uses 12 (borrowing from the
+//      pool). A's hi (8 on one host, priority 5): A may use 8 more (24 -
+//      16), but not within its floor (4 + 8 > 8): no reclaim right.
+// P = 0: a1 (same tenant, lower priority) is preempted: lost (9 + 60) * 4 =
+//   276; hi takes n1. P = 10: no victim — b1 (B, priority -100, and B
+//   borrowing) is never taken by priority alone.
+TEST(TenantQueue, PriorityPreemptsOnlyWithinTheTenant) {
+  for (const int32_t prio : {0, 10}) {
+    SCOPED_TRACE(prio);
+    Harness h(3, Tree({{"A", 8}, {"B", 8}}, 8), QueuePolicy::kTidal);
+    const Job& b2 = h.Push("B", 8, 100000, 0);
+    h.Schedule(0);
+    const Job& a1 = h.Push("A", 4, 100000, 1, prio);
+    h.Schedule(1);
+    const Job& x = h.Push("B", 4, 8, 2);
+    h.Schedule(2);
+    const Job& b1 = h.Push("B", 4, 100000, 3, -100);
+    h.Schedule(3);
+    EXPECT_EQ(h.NodeOf(b2), 0);
+    EXPECT_EQ(h.NodeOf(a1), 1);
+    EXPECT_EQ(h.NodeOf(x), 1);
+    EXPECT_EQ(h.NodeOf(b1), 2);
+    h.Finish(x);
+    const Job& hi = h.Push("A", 8, 100, 10, 5);
+    QueuePass p = h.Schedule(10);
+    if (prio == 0) {
+      EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 276}}));
+      EXPECT_EQ(h.Started(p), (Names{hi.name}));
+      EXPECT_EQ(h.NodeOf(hi), 1);
+    } else {
+      EXPECT_TRUE(p.preempted.empty());
+      EXPECT_TRUE(p.started.empty());
+      EXPECT_EQ(h.NodeOf(b1), 2);
+      EXPECT_EQ(h.Usage("B"), 12);
+    }
+  }
+}
+
+// BUG (disabled): priority preemption within a tenant never happens when
+// the tenant's QUOTA is what is missing — only when the quota admits the
+// job and placement fails (fragmentation, as above). org -> A (8), B (8)
+// on 2 x 8 GPUs: A's lo (8, priority 0) on n0, B's b1 (8) on n1, both at
+// their floors. At 100 A's hi (8, priority 5) arrives. Kueue's
+// withinClusterQueue: LowerPriority (which TenantQueueOptionsFor's kueue
+// claims: "lower-priority preemption within a queue"), and tidal's
+// "higher priority within a tenant", would preempt lo: lost (100 + 60) * 8
+// = 1280, hi starts on n0. Actual: nothing happens; hi waits until lo ends.
+// Where: TenantQueue::Schedule, the `if (!AdmitsNow(e))` branch tries
+// TryPreempt only with ReclaimRight(e) (hi does not fit A's own floor:
+// 8 + 8 > 8) and otherwise skips the job; the priority path (TryPreempt's
+// `prio` candidates) is reached only for admitted jobs. TryPreempt itself
+// would work: it releases the victims and re-checks AdmitsNow. The same gap
+// means a guaranteed tenant at its floor can never let a higher-priority
+// job of its own displace a lower one.
+TEST(TenantQueue, DISABLED_PriorityPreemptionWhenTheTenantsQuotaIsFull) {
+  for (const QueuePolicy policy : {QueuePolicy::kKueue, QueuePolicy::kTidal}) {
+    SCOPED_TRACE(QueuePolicyName(policy));
+    Harness h(2, Tree({{"A", 8}, {"B", 8}}), policy);
+    const Job& lo = h.Push("A", 8, 100000, 0, 0);
+    h.Push("B", 8, 100000, 0);
+    h.Schedule(0);
+    const Job& hi = h.Push("A", 8, 100, 100, 5);
+    QueuePass p = h.Schedule(100);
+    EXPECT_EQ(h.Preempted(p), (Lost{{lo.name, 1280}}));
+    EXPECT_EQ(h.Started(p), (Names{hi.name}));
+  }
+}
+
+// BUG (disabled): in one pass, a tenant's second job borrows the floor of
+// a tenant whose within-floor job comes later in the same pass, which then
+// cannot reclaim it (a job started in this pass is no victim): a guarantee
+// violation until the next pass. org -> A (8), B (8) on 2 x 8 GPUs; at 0
+// A's a1 (8), A's a2 (8), then B's b1 (8) arrive together. The fair-share
+// order puts within-floor jobs first, so b1 (within B's floor) should start
+// with a1, and a2 (borrowing) wait: started {a1, b1}. Actual: {a1, a2};
+// b1 waits with B at 0 of its floor and nothing free, and at the next pass
+// (here 100) reclaims a2, losing (100 + 60) * 8 = 1280 GPU-seconds.
+// Where: TenantQueue::KeyOf computes the within-floor class from the usage
+// before the pass, job by job: a2 alone fits A's floor, so it is class 0
+// like b1 (and ahead of it by arrival), though after a1 it no longer does;
+// TryPreempt then skips victims with start_s == now.
+TEST(TenantQueue, DISABLED_WithinFloorJobsOfOtherTenantsGoBeforeBorrowersInAPass) {
+  Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 8, 10000, 0);
+  const Job& a2 = h.Push("A", 8, 10000, 0);
+  const Job& b1 = h.Push("B", 8, 10000, 0);
+  QueuePass p = h.Schedule(0);
+  EXPECT_EQ(h.Started(p), (Names{a1.name, b1.name}));
+  p = h.Schedule(100);
+  EXPECT_TRUE(p.preempted.empty()) << "a2 preempted at 100 after it borrowed B's floor at 0";
+  (void)a2;
+}
+
+// BUG (disabled): a guaranteed job larger than its tenant's floor is
+// queued and then waits forever, never reported unresolvable.
+// org -> G (8, guaranteed), A (8) on 2 x 8 GPUs; G's g (16 GPUs). Push
+// checks the request against PotentialAvailable(G) = 16 (floor + what G may
+// borrow), but a guaranteed job runs only within G's floor of 8, so it can
+// never be admitted. Expected: reported unresolvable (at Push, 'quota: ...',
+// or by a pass). Actual: queued; even on the empty cluster every pass skips
+// it (AdmitsNow: FitsOwnQuota false; no reclaim right) and it never leaves
+// the queue — a replay ends with "jobs waiting ... this is a bug".
+// Where: TenantQueue::Push's quota check (uses PotentialAvailable for every
+// tier; a guaranteed tenant's limit is subtree(t)), and Schedule's
+// unresolvable check, which only sees placement failures.
+TEST(TenantQueue, DISABLED_GuaranteedJobAboveTheFloorIsUnresolvable) {
+  Harness h(2, Tree({{"G", 8, Tier::kGuaranteed}, {"A", 8}}), QueuePolicy::kTidal);
+  const Job& g = h.NewJob("G", 16, 10);
+  std::vector<UnresolvableJob> u;
+  ASSERT_TRUE(h.queue->Push(g, u).has_value());
+  QueuePass p = h.Schedule(0);
+  for (const UnresolvableJob& x : p.unresolvable) u.push_back(x);
+  ASSERT_EQ(u.size(), 1u) << "waiting: " << h.queue->waiting() << ", started: " << p.started.size();
+  EXPECT_EQ(u[0].job, &g);
+  EXPECT_EQ(h.queue->waiting(), 0u);
+}
+
+// BUG (disabled): a pass remembers "no victims for this shape" (no_victims)
+// and skips TryPreempt for every later job of the same shape — but who may
+// be a victim depends on the preemptor's tenant and priority, not its
+// shape. org -> X (8), Y (8) on 2 x 8 GPUs, first-fit:
+//  0: Y's ylo (4, priority 0) on n0 0-3; Y's f (4, 500 s) on n0 4-7.
+//  100: X's x1 (4) on n1 0-3.   500: f ends: n0 and n1 have 4 free each.
+//  600: X's x (8 on one host, priority 0) and Y's y (8 on one host,
+//      priority 5). Both fit the quota (8 free) but no host; neither fits
+//      its own floor (4 + 8 > 8). X has used less (fair share): x first.
+//      x has no victim (no lower priority job of X) -> no_victims gets the
+//      shape. y could take ylo (Y's, lower priority): lost (600 + 60) * 4 =
+//      2640, y on n0. Expected: that. Actual: y is skipped (same shape), in
+//      this pass and every later one while x stays ahead of it.
+// Where: TenantQueue::Schedule, `no_victims` (std::set<JobShape>) checked
+// before both TryPreempt calls; TryPreempt's candidates depend on
+// e.tenant, e.job->priority and the tenant's reclaim right.
+// The setup of the test below; with_x: X's x arrives with y.
+void NoVictimsSetup(Harness& h, bool with_x, const Job** ylo, const Job** y) {
+  *ylo = &h.Push("Y", 4, 100000, 0, 0);
+  const Job& f = h.Push("Y", 4, 500, 0);
+  h.Schedule(0);
+  const Job& x1 = h.Push("X", 4, 100000, 100);
+  h.Schedule(100);
+  ASSERT_EQ(h.NodeOf(**ylo), 0);
+  ASSERT_EQ(h.NodeOf(x1), 1);
+  h.Finish(f);
+  h.Schedule(500);
+  if (with_x) h.Push("X", 8, 100, 600, 0);
+  *y = &h.Push("Y", 8, 100, 600, 5);
+}
+
+// The control: y alone takes ylo (same tenant, lower priority) to get a
+// whole host.
+TEST(TenantQueue, PriorityPreemptionForAWholeHost) {
+  Harness h(2, Tree({{"X", 8}, {"Y", 8}}), QueuePolicy::kTidal);
+  const Job *ylo = nullptr, *y = nullptr;
+  NoVictimsSetup(h, false, &ylo, &y);
+  QueuePass p = h.Schedule(600);
+  EXPECT_EQ(h.Preempted(p), (Lost{{ylo->name, 2640}}));
+  EXPECT_EQ(h.Started(p), (Names{y->name}));
+  EXPECT_EQ(h.NodeOf(*y), 0);
+}
+
+TEST(TenantQueue, DISABLED_NoVictimsForOneTenantDoesNotStopAnother) {
+  Harness h(2, Tree({{"X", 8}, {"Y", 8}}), QueuePolicy::kTidal);
+  const Job *ylo = nullptr, *y = nullptr;
+  NoVictimsSetup(h, true, &ylo, &y);
+  QueuePass p = h.Schedule(600);
+  EXPECT_EQ(h.Preempted(p), (Lost{{ylo->name, 2640}}));
+  EXPECT_EQ(h.Started(p), (Names{y->name}));
+  // Nor does a later pass without a release: y is still not running.
+  h.Schedule(700);
+  EXPECT_GE(h.NodeOf(*y), 0);
+}
+
+constexpr int kTwoLeaves = -1;
+
+// BUG (disabled): a reclaim for a gang is confined to one domain of the
+// smallest level that could hold it, even when no such domain can be
+// cleared and the placer would gather the gang across domains: the tenant
+// never gets its floor back while the borrower runs. Two-leaf tree a1 a2 |
+// b1 b2 (8 GPUs each), first-fit; org -> G (32), B (0).
+//  0: G's g1 (8) on a1.  1: B's bx (8) on a2 (B borrows all of it).
+//  2: G's g2 (8) on b1.  b2 is idle.
+//  100: G's g3 (16, a gang), within G's floor (16 + 16 <= 32), does not fit
+//      (8 free). Leaf scope: leaf1 frees at most bx (8; g1 is G's, same
+//      priority) -> 8 < 16; leaf2 has b2 (8) and no victim -> 8 < 16.
+// Expected: bx is reclaimed (lost (99 + 60) * 8 = 1272) and g3 starts on
+// a2 + b2 (first-fit gathers across leaves). Actual: no plan; g3 waits
+// until bx ends, G at 16 of its 32 with B holding 8 of them.
+// Where: PlanPreemption (preemption.cc) considers only domains at
+// ScopeFor's level (here leaves) and never a larger one (the spine) when
+// none of them works.
+TEST(TenantQueue, DISABLED_GangReclaimCanSpanLeaves) {
+  Harness h(kTwoLeaves, Tree({{"G", 32}, {"B", 0}}), QueuePolicy::kTidal);
+  const Job& g1 = h.Push("G", 8, 100000, 0);
+  h.Schedule(0);
+  const Job& bx = h.Push("B", 8, 100000, 1);
+  h.Schedule(1);
+  const Job& g2 = h.Push("G", 8, 100000, 2);
+  h.Schedule(2);
+  ASSERT_EQ(h.NodeOf(g1), 0);
+  ASSERT_EQ(h.NodeOf(bx), 1);
+  ASSERT_EQ(h.NodeOf(g2), 2);
+  const Job& g3 = h.Push("G", 16, 100, 100);
+  QueuePass p = h.Schedule(100);
+  EXPECT_EQ(h.Preempted(p), (Lost{{bx.name, 1272}}));
+  EXPECT_EQ(h.Started(p), (Names{g3.name}));
+}
+
+// BUG (disabled): a within-floor job that fits now but would delay the
+// backfill reservation of a blocked head is held back without being offered
+// a reclaim, while a borrower keeps the tenant's floor: a guarantee
+// violation for as long as the reservation stands. Two-leaf tree, first-fit;
+// org -> G (24, guaranteed), B (8). (Guaranteed: its jobs are admitted by
+// its own floor alone, so H below is admitted although only 12 GPUs are
+// free, and becomes the head when it does not fit.)
+//  0: B's bA (8) on a1.  1: B's bB (4) on a2 0-3: B uses 12 (borrows 4).
+//  2: G's g0 (4) on a2 4-7.  3: G's f (8, 10 s) on b1, g1 (4, ends 1000) on
+//      b2 0-3.  13: f ends: b1 and half of b2 are free (12 GPUs).
+//  20: G's H (16, gang) and then S (8 on one host, 5000 s), both within G's
+//      floor (usage 8). H does not fit and has no plan inside one leaf
+//      (leaf1: only one of bA/bB is admissible -> 8; leaf2: no victim): H
+//      is the head, reserved at 1000 (g1 ends, b1 + b2). S fits b1 now but
+//      would run past 1000 on H's GPUs -> not started.
+// G then uses 8 of 24 with S (8) waiting, 12 GPUs free: free + usage = 20 <
+// 24 — a guarantee violation (sim/tenant_metrics.h) until 1000, though S
+// could reclaim bA (B borrowing; lost (20 + 60) * 8 = 640) on a1.
+// Expected: no violation after the pass at 20. Actual: S and H wait.
+// Where: TenantQueue::Schedule, the backfill branch (`if (now + run >
+// reservation.time_s() && !reservation.Take(...)) { Release; continue; }`)
+// never tries TryPreempt for a job with a reclaim right.
+TEST(TenantQueue, DISABLED_ReservationDoesNotKeepAWithinFloorJobFromReclaiming) {
+  Harness h(kTwoLeaves, Tree({{"G", 24, Tier::kGuaranteed}, {"B", 8}}), QueuePolicy::kTidal);
+  const Job& bA = h.Push("B", 8, 100000, 0);
+  h.Schedule(0);
+  const Job& bB = h.Push("B", 4, 100000, 1);
+  h.Schedule(1);
+  const Job& g0 = h.Push("G", 4, 100000, 2);
+  h.Schedule(2);
+  const Job& f = h.Push("G", 8, 10, 3);
+  const Job& g1 = h.Push("G", 4, 997, 3);
+  h.Schedule(3);
+  ASSERT_EQ(h.NodeOf(bA), 0);
+  ASSERT_EQ(h.NodeOf(bB), 1);
+  ASSERT_EQ(h.NodeOf(g0), 1);
+  ASSERT_EQ(h.NodeOf(f), 2);
+  ASSERT_EQ(h.NodeOf(g1), 3);
+  h.Finish(f);
+  h.Schedule(13);
+  const Job& H = h.Push("G", 16, 100, 20);
+  h.Push("G", 8, 5000, 20);
+  QueuePass p = h.Schedule(20);
+  const int64_t free = h.scheduler->cluster().total_gpu_milli_free() / kMilliPerGpu;
+  EXPECT_GE(free + h.Usage("G"), 24) << "G uses " << h.Usage("G") << ", " << free << " free, B uses " << h.Usage("B")
+                                     << "; started " << p.started.size() << "; head is H: " << (h.queue->head() == &H)
+                                     << ", reserved at " << h.queue->reservation_s();
+}
+
+// BUG (disabled): a preemption loop under unchanged demand. A reclaim may
+// free more than the reclaimer needs and take the victim's tenant below its
+// floor; the spare GPUs go to the reclaiming tenant's borrowing job in the
+// same pass; one second later, with no arrival or finish, the victim
+// reclaims its GPUs back from its own preemptor. org -> A (6), B (10) on
+// 2 x 8 GPUs, first-fit:
+//  0: A's x (2) on n0 0-1, B's b0 (6) on n0 2-7, A's a1 (4) on n1 0-3.
+//  50: A's y (4) on n1 4-7.  A uses 10 (borrows 4), B 6.
+//  100: B's b1 (2, priority 1), b2 (2, priority 1), b3 (2, priority 0).
+//      b1 (6 + 2 <= 10) reclaims: x (100 + 60) * 2 = 320 on n0 beats y
+//      (50 + 60) * 4 = 440 and a1 640 on n1 -> x; b1 on n0 0-1. A: 8.
+//      b2 (8 + 2 <= 10) reclaims: A still borrows (8 > 6); y (440) beats a1
+//      -> y; b2 on n1 4-5. A: 4, below its floor of 6.
+//      b3 (borrowing) fits the spare n1 6-7. B: 12 (borrows 2).
+//  101: nothing arrived or finished. x (4 + 2 <= 6) reclaims from B (12 >
+//      10): b1, b2, b3 cost (1 + 60) * 2 = 122 each; n0 (b1) and n1 tie,
+//      lower id -> b1. x took b1's place and b1 takes x's.
+// Expected: no job preempts its own preemptor back under unchanged demand
+// (at 101, b1 is not preempted by x). Actual: pass 101 preempts b1 (122
+// GPU-seconds) and starts x.
+// Where: TenantQueue::TryPreempt's admissible rule lets the last victim
+// take its tenant far below its floor (A 8 -> 4 with floor 6: only
+// "borrowing before this victim" is checked), and Schedule then admits the
+// reclaiming tenant's borrowing job (b3) into the spare in the same pass.
+TEST(TenantQueue, DISABLED_NoPreemptionLoopUnderUnchangedDemand) {
+  Harness h(2, Tree({{"A", 6}, {"B", 10}}), QueuePolicy::kTidal);
+  const Job& x = h.Push("A", 2, 100000, 0);
+  const Job& b0 = h.Push("B", 6, 100000, 0);
+  const Job& a1 = h.Push("A", 4, 100000, 0);
+  h.Schedule(0);
+  const Job& y = h.Push("A", 4, 100000, 50);
+  h.Schedule(50);
+  ASSERT_EQ(h.NodeOf(x), 0);
+  ASSERT_EQ(h.NodeOf(b0), 0);
+  ASSERT_EQ(h.NodeOf(a1), 1);
+  ASSERT_EQ(h.NodeOf(y), 1);
+  const Job& b1 = h.Push("B", 2, 100000, 100, 1);
+  const Job& b2 = h.Push("B", 2, 100000, 100, 1);
+  const Job& b3 = h.Push("B", 2, 100000, 100, 0);
+  QueuePass p = h.Schedule(100);
+  ASSERT_EQ(h.Preempted(p), (Lost{{x.name, 320}, {y.name, 440}}));
+  ASSERT_EQ(h.Started(p), (Names{b1.name, b2.name, b3.name}));
+  ASSERT_EQ(h.Usage("A"), 4);
+  ASSERT_EQ(h.Usage("B"), 12);
+  p = h.Schedule(101);
+  EXPECT_TRUE(p.preempted.empty()) << "preempted " << p.preempted[0].job->name << " (" << p.preempted[0].lost_gpu_s
+                                   << "), started " << (p.started.empty() ? "-" : p.started[0]->name);
+}
+
+TEST(TenantQueue, PushErrors) {
+  Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal);
+  std::vector<UnresolvableJob> u;
+  // Unknown tenant: an error naming the job and the tenant.
+  const Job& z = h.NewJob("Z", 1, 10);
+  auto s = h.queue->Push(z, u);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().code, ErrorCode::kNotFound);
+  EXPECT_THAT(s.error().message, HasSubstr("'" + z.name + "'"));
+  EXPECT_THAT(s.error().message, HasSubstr("tenant 'Z'"));
+  // An inner tenant is no place for jobs.
+  const Job& o = h.NewJob("org", 1, 10);
+  s = h.queue->Push(o, u);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_THAT(s.error().message, HasSubstr("not a leaf"));
+  // No duration.
+  Job& nd = const_cast<Job&>(h.NewJob("A", 1, 10));
+  nd.duration_s.reset();
+  EXPECT_FALSE(h.queue->Push(nd, u).has_value());
+  EXPECT_TRUE(u.empty());
+  // Above what A could ever hold (its floor + all it may borrow = 16).
+  const Job& big = h.NewJob("A", 24, 10);
+  ASSERT_TRUE(h.queue->Push(big, u).has_value());
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].job, &big);
+  EXPECT_THAT(u[0].reason, ::testing::StartsWith("quota:"));
+  EXPECT_THAT(u[0].reason, HasSubstr("16000"));
+  // 16 is fine: A can borrow all of B's floor.
+  u.clear();
+  const Job& ok = h.NewJob("A", 16, 10);
+  ASSERT_TRUE(h.queue->Push(ok, u).has_value());
+  EXPECT_TRUE(u.empty());
+  // Twice: an error.
+  EXPECT_FALSE(h.queue->Push(ok, u).has_value());
+  EXPECT_EQ(h.queue->waiting(), 1u);
+  // Finishing a job that is not running is an error.
+  EXPECT_FALSE(h.queue->Finish(ok).has_value());
+  QueuePass p = h.Schedule(0);
+  EXPECT_EQ(h.Started(p), (Names{ok.name}));
+  EXPECT_EQ(h.Usage("A"), 16);
+}
+
+TEST(TenantQueue, PolicyOptions) {
+  EXPECT_FALSE(TenantQueueOptionsFor(QueuePolicy::kFifo).has_value());
+  EXPECT_FALSE(TenantQueueOptionsFor(QueuePolicy::kFifoBackfill).has_value());
+  auto tidal = TenantQueueOptionsFor(QueuePolicy::kTidal);
+  ASSERT_TRUE(tidal.has_value());
+  EXPECT_TRUE(tidal->reclaim && tidal->priority_preemption && tidal->backfill && tidal->quotas);
+  auto kueue = TenantQueueOptionsFor(QueuePolicy::kKueue);
+  ASSERT_TRUE(kueue.has_value());
+  EXPECT_FALSE(kueue->backfill);
+  EXPECT_TRUE(kueue->reclaim);
+  auto sp = TenantQueueOptionsFor(QueuePolicy::kStaticPartitions);
+  ASSERT_TRUE(sp.has_value());
+  EXPECT_FALSE(sp->reclaim || sp->priority_preemption);
+  EXPECT_TRUE(NeedsTenants(QueuePolicy::kKueue));
+  EXPECT_FALSE(NeedsTenants(QueuePolicy::kLas));
+  EXPECT_FALSE(ParseTenantOrder("round-robin").has_value());
+  EXPECT_EQ(*ParseTenantOrder("las"), TenantOrder::kLas);
+}
+
+}  // namespace
+}  // namespace tidal
