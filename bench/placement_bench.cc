@@ -54,10 +54,10 @@
 
 #include "cluster/cluster_state.h"
 #include "common/rng.h"
+#include "fat_tree.h"
 #include "framework/framework.h"
 #include "plugins/registry.h"
 #include "scheduler/scheduler.h"
-#include "topology/builder.h"
 #include "topology/topology.h"
 #include "workload/job.h"
 
@@ -85,14 +85,13 @@ using tidal::ClusterState;
 using tidal::Job;
 using tidal::NodeId;
 
-constexpr int kHosts = 12500;
-constexpr int kGpusPerHost = 8;
-constexpr int kHostsPerLeaf = 32;
-constexpr int kLeavesPerSpine = 16;
-constexpr int64_t kHostCpuMilli = 128'000;
-constexpr int64_t kHostMemMib = 1'048'576;  // 1 TiB
-constexpr int64_t kCpuPerGpu = 4'000;
-constexpr int64_t kMemPerGpu = 32'768;
+using tidal::bench::Fabric;
+using tidal::bench::kCpuPerGpu;
+using tidal::bench::kGpusPerHost;
+using tidal::bench::kHosts;
+using tidal::bench::kHostsPerLeaf;
+using tidal::bench::kLeavesPerSpine;
+using tidal::bench::kMemPerGpu;
 constexpr double kTargetLoad = 0.70;
 constexpr double kReleaseFrac = 0.10;
 constexpr uint64_t kSeed = 20240611;
@@ -138,49 +137,9 @@ Job MakeJob(tidal::JobId id, int32_t gpus, bool single_node) {
   return j;
 }
 
-// --- the cluster ---------------------------------------------------------
+// --- the cluster (bench/fat_tree.h) ------------------------------------------
 
-struct Fabric {
-  int leaves = 0;
-  int spine_groups = 0;
-};
-
-ClusterState BuildEmpty(Fabric& fabric) {
-  std::vector<tidal::NodeSpec> nodes;
-  std::vector<tidal::topo::NodeGpus> ng;
-  nodes.reserve(kHosts);
-  for (int i = 0; i < kHosts; ++i) {
-    nodes.push_back({fmt::format("n{:05d}", i), kHostCpuMilli, kHostMemMib, kGpusPerHost, "H100"});
-    ng.push_back({nodes.back().name, kGpusPerHost, "H100"});
-  }
-  auto cluster = ClusterState::Build(nodes);
-  if (!cluster) Die(cluster.error().message);
-
-  using tidal::topo::Level;
-  tidal::topo::TopologyBuilder b("placement_bench fat tree");
-  const auto core = b.AddDomain(Level::kCore, "core", tidal::topo::kNoDomain);
-  tidal::topo::DomainId spine = tidal::topo::kNoDomain;
-  const int leaves = (kHosts + kHostsPerLeaf - 1) / kHostsPerLeaf;
-  for (int l = 0; l < leaves; ++l) {
-    if (l % kLeavesPerSpine == 0) {
-      spine = b.AddDomain(Level::kSpine, fmt::format("sg{:02d}", l / kLeavesPerSpine), core);
-      ++fabric.spine_groups;
-    }
-    const auto leaf = b.AddDomain(Level::kLeaf, fmt::format("leaf{:03d}", l), spine);
-    ++fabric.leaves;
-    for (int h = l * kHostsPerLeaf; h < std::min(kHosts, (l + 1) * kHostsPerLeaf); ++h) {
-      b.AddHost(nodes[static_cast<size_t>(h)].name, leaf,
-                tidal::topo::HostLayout{.gpus = kGpusPerHost, .gpu_model = "H100", .nvlink = true});
-    }
-  }
-  auto built = std::move(b).Build();
-  if (!built) Die(built.error().message);
-  auto t = tidal::topo::Materialize(*built, ng);
-  if (!t) Die(t.error().message);
-  if (auto s = cluster->AttachTopology(std::make_shared<const tidal::topo::Topology>(std::move(*t))); !s)
-    Die(s.error().message);
-  return std::move(*cluster);
-}
+ClusterState BuildEmpty(Fabric& fabric) { return tidal::bench::BuildFatTree(fabric, "placement_bench"); }
 
 struct LoadedInfo {
   int64_t jobs_bound = 0;
@@ -196,19 +155,6 @@ struct LoadedInfo {
   double build_s = 0;
 };
 
-// Sizes of the loaded state's jobs, by count: mostly small pods, some whole
-// hosts, a few multi-host gangs.
-int32_t DrawSize(tidal::Rng& rng) {
-  const uint64_t u = rng.Uniform(1000);
-  if (u < 400) return 1;
-  if (u < 600) return 2;
-  if (u < 800) return 4;
-  if (u < 920) return 8;
-  if (u < 960) return 16;
-  if (u < 985) return 32;
-  return 64;
-}
-
 ClusterState BuildLoaded(const ClusterState& empty, LoadedInfo& info) {
   const auto start = Clock::now();
   auto profile = tidal::plugins::MakePolicyProfile("random", nullptr);
@@ -221,7 +167,7 @@ ClusterState BuildLoaded(const ClusterState& empty, LoadedInfo& info) {
   const auto total = static_cast<double>(s.cluster().total_gpu_milli());
   int64_t rejected_in_a_row = 0;
   while (static_cast<double>(s.cluster().total_gpu_milli_allocated()) < fill_to * total) {
-    const int32_t g = DrawSize(rng);
+    const int32_t g = tidal::bench::DrawJobGpus(rng);
     jobs.push_back(MakeJob(static_cast<tidal::JobId>(jobs.size() + 1), g, g <= kGpusPerHost));
     auto r = s.ScheduleAndBind(jobs.back());
     if (r) {
