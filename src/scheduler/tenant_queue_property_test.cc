@@ -198,6 +198,15 @@ Outcome Run(const Scenario& s, const Checks& checks) {
   std::set<JobId> attributed;
   std::map<JobId, std::vector<JobId>> victims_of;  // this pass
   int64_t now = 0;
+  // Executed GPU-seconds of earlier runs and the current run's start: the
+  // LAS queue (limit 3600 GPU-s) of borrowed-quota victims (tidal's
+  // las_on_borrowed).
+  std::map<JobId, int64_t> attained, run_start;
+  auto las_queue = [&](const Job& j, bool is_running) {
+    int64_t a = attained[j.id];
+    if (is_running) a += (now - run_start[j.id]) * j.num_gpu;
+    return a >= 3600 ? 1 : 0;
+  };
   queue.SetRunTime([&](const Job& p, const Placement&) -> int64_t {
     std::vector<JobId> v;
     for (JobId id : running)
@@ -216,6 +225,15 @@ Outcome Run(const Scenario& s, const Checks& checks) {
       if (tenant(*by_id.at(id)) == tenant(p)) own += by_id.at(id)->TotalGpuMilli();
     for (JobId id : v) {
       const Job& vj = *by_id.at(id);
+      // tidal: a job on borrowed quota in a lower LAS queue than the
+      // preemptor (its tenant must still be borrowing: checked below).
+      const bool las_ok = tier(vj) != Tier::kGuaranteed && las_queue(vj, true) > las_queue(p, false);
+      const bool own_priority = tenant(vj) == tenant(p) && vj.priority < p.priority;
+      if (own_priority) continue;
+      if (las_ok) {
+        if (tier(vj) != Tier::kSpot) largest[tenant(vj)] = std::max(largest[tenant(vj)], vj.TotalGpuMilli());
+        continue;
+      }
       if (tenant(vj) == tenant(p)) {
         if (vj.priority >= p.priority) {
           fail(fmt::format("t={}: {} preempted {} of its own tenant without a higher priority ({} vs {})", now, p.name,
@@ -353,6 +371,7 @@ Outcome Run(const Scenario& s, const Checks& checks) {
       running.erase(pj.job->id);
       waiting.insert(pj.job->id);
       ++restarts[pj.job->id];
+      attained[pj.job->id] += (now - run_start[pj.job->id]) * pj.job->num_gpu;
       current_end.erase(pj.job->id);
     }
     if (seen.size() != pass->preempted.size()) fail(fmt::format("t={}: more victims vanished than were preempted", now));
@@ -364,6 +383,7 @@ Outcome Run(const Scenario& s, const Checks& checks) {
       running.insert(j->id);
       waiting.erase(j->id);
       start_at[j->id] = now;
+      run_start[j->id] = now;
     }
     for (const UnresolvableJob& u : pass->unresolvable) {
       done.insert(u.job->id);
