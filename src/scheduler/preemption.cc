@@ -43,28 +43,27 @@ PreemptionScope ScopeFor(const ClusterState& c, const PodRequest& pod) {
   return s;
 }
 
-std::optional<PreemptionPlan> PlanPreemption(
-    const ClusterState& c, const PodRequest& pod, std::span<const VictimCandidate> candidates,
-    const std::function<bool(const VictimCandidate&, std::span<const size_t> chosen)>& admissible,
-    std::optional<int64_t> committed) {
-  const PreemptionScope scope = ScopeFor(c, pod);
-  auto domain_of = [&](NodeId n) -> int64_t {
-    if (scope.host_level) return n;
-    if (!c.has_topology()) return 0;
-    const topo::DomainId d = c.topology().AncestorAt(c.topology().host(c.host_of(n)), scope.level);
-    return d == topo::kNoDomain ? 0 : d;
-  };
-  auto node_ok = [&](NodeId n) { return Allowed(c, pod, n) && (!scope.host_level || c.gpu_count(n) >= pod.num_gpu()); };
-  // Usable free devices per domain.
-  std::map<int64_t, int64_t> have;
-  for (NodeId n = 0; n < c.num_nodes(); ++n)
-    if (node_ok(n)) have[domain_of(n)] += UsableFree(c, pod, n);
-  // What each candidate frees per domain.
-  std::map<int64_t, std::vector<std::pair<size_t, int32_t>>> freed;
+namespace {
+
+using Admissible = std::function<bool(const VictimCandidate&, std::span<const size_t> chosen)>;
+
+void Consider(std::optional<PreemptionPlan>& best, PreemptionPlan plan, std::span<const VictimCandidate> candidates) {
+  plan.cost = 0;
+  for (size_t i : plan.victims) plan.cost += candidates[i].cost;
+  if (!best || plan.cost < best->cost || (plan.cost == best->cost && plan.victims.size() < best->victims.size())) {
+    best = std::move(plan);
+  }
+}
+
+// One host: victims by cost per GPU freed there, pruned; or one victim alone.
+std::optional<PreemptionPlan> PlanOnHosts(const ClusterState& c, const PodRequest& pod,
+                                          std::span<const VictimCandidate> candidates, const Admissible& admissible,
+                                          std::optional<int64_t> committed) {
+  auto node_ok = [&](NodeId n) { return Allowed(c, pod, n) && c.gpu_count(n) >= pod.num_gpu(); };
+  std::map<int64_t, std::vector<std::pair<size_t, int32_t>>> freed;  // node -> (candidate, devices it frees)
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Placement* p = c.FindAllocation(candidates[i].job->id);
     if (p == nullptr) continue;
-    std::map<int64_t, int32_t> per;
     for (const NodeAssignment& a : p->assignments) {
       if (!node_ok(a.node)) continue;
       const auto free = c.gpu_free(a.node);
@@ -73,88 +72,13 @@ std::optional<PreemptionPlan> PlanPreemption(
         const int32_t after = free[static_cast<size_t>(a.gpus[g])] + a.gpu_milli[g];
         k += pod.gpu_milli() >= kMilliPerGpu ? after == kMilliPerGpu : after >= pod.gpu_milli();
       }
-      if (k > 0) per[domain_of(a.node)] += k;
+      if (k > 0) freed[a.node].push_back({i, k});
     }
-    for (const auto& [d, k] : per) freed[d].push_back({i, k});
   }
-
   std::optional<PreemptionPlan> best;
-  auto consider = [&](PreemptionPlan plan) {
-    for (size_t i : plan.victims) plan.cost += candidates[i].cost;
-    if (!best || plan.cost < best->cost || (plan.cost == best->cost && plan.victims.size() < best->victims.size())) {
-      best = std::move(plan);
-    }
-  };
-  if (!scope.host_level && pod.gpu_milli() >= kMilliPerGpu) {
-    // A gang over several hosts: free whole hosts (a compact placement is
-    // whole hosts under one switch), the cheapest to empty first.
-    std::map<NodeId, std::vector<size_t>> on_node;   // candidates with GPUs on a node
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      const Placement* p = c.FindAllocation(candidates[i].job->id);
-      if (p == nullptr) continue;
-      for (const NodeAssignment& a : p->assignments) on_node[a.node].push_back(i);
-    }
-    std::map<int64_t, std::vector<NodeId>> nodes_in;
-    for (NodeId n = 0; n < c.num_nodes(); ++n)
-      if (node_ok(n)) nodes_in[domain_of(n)].push_back(n);
-    for (auto& [d, nodes] : nodes_in) {
-      if (committed && d != *committed) continue;
-      // A node can be emptied if every GPU not free is held by candidates.
-      struct HostCost {
-        NodeId n;
-        int64_t cost;
-      };
-      std::vector<HostCost> hosts;
-      for (NodeId n : nodes) {
-        int32_t held = 0;
-        int64_t cost = 0;
-        std::vector<size_t> vs = on_node[n];
-        std::sort(vs.begin(), vs.end());
-        vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
-        for (size_t i : vs) {
-          const Placement* p = c.FindAllocation(candidates[i].job->id);
-          for (const NodeAssignment& a : p->assignments)
-            if (a.node == n) held += static_cast<int32_t>(a.gpus.size());
-          cost += candidates[i].cost;
-        }
-        if (c.free_whole_gpus(n) + held < c.gpu_count(n)) continue;  // others' jobs stay on it
-        hosts.push_back({n, cost});
-      }
-      std::sort(hosts.begin(), hosts.end(), [](const HostCost& a, const HostCost& b) {
-        return a.cost != b.cost ? a.cost < b.cost : a.n < b.n;
-      });
-      PreemptionPlan plan{.domain = d};
-      std::vector<uint8_t> chosen(candidates.size(), 0);
-      int64_t got = 0;
-      for (const HostCost& h : hosts) {
-        if (got >= pod.num_gpu()) break;
-        std::vector<size_t> add;
-        bool ok = true;
-        for (size_t i : on_node[h.n]) {
-          if (chosen[i] || std::find(add.begin(), add.end(), i) != add.end()) continue;
-          std::vector<size_t> trial = plan.victims;
-          trial.insert(trial.end(), add.begin(), add.end());
-          if (!admissible(candidates[i], trial)) {
-            ok = false;
-            break;
-          }
-          add.push_back(i);
-        }
-        if (!ok) continue;
-        for (size_t i : add) {
-          chosen[i] = 1;
-          plan.victims.push_back(i);
-        }
-        got += c.gpu_count(h.n);
-      }
-      if (got < pod.num_gpu() || plan.victims.empty()) continue;
-      consider(std::move(plan));
-    }
-    return best;
-  }
   for (auto& [d, list] : freed) {
     if (committed && d != *committed) continue;
-    const int64_t need = pod.num_gpu() - have[d];
+    const int64_t need = pod.num_gpu() - UsableFree(c, pod, static_cast<NodeId>(d));
     if (need <= 0) continue;  // room is there already; preemption would not help
     std::sort(list.begin(), list.end(), [&](const auto& a, const auto& b) {
       // cost per GPU freed, ascending: a.cost / a.k < b.cost / b.k
@@ -162,6 +86,11 @@ std::optional<PreemptionPlan> PlanPreemption(
       const int64_t r = candidates[b.first].cost * a.second;
       return l != r ? l < r : a.first < b.first;
     });
+    // One victim that frees enough on its own (the greedy pass can miss it
+    // when an earlier, cheaper pick makes it inadmissible).
+    for (const auto& [i, k] : list) {
+      if (k >= need && admissible(candidates[i], {})) Consider(best, PreemptionPlan{.domain = d, .victims = {i}}, candidates);
+    }
     PreemptionPlan plan{.domain = d};
     std::vector<int32_t> gave;
     int64_t got = 0;
@@ -173,7 +102,8 @@ std::optional<PreemptionPlan> PlanPreemption(
       got += k;
     }
     if (got < need) continue;
-    // Prune: drop victims not needed, dearest first.
+    // Prune: drop victims not needed, dearest first. (Dropping one only
+    // leaves its tenant with more, so the others stay admissible.)
     std::vector<size_t> order(plan.victims.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
     std::sort(order.begin(), order.end(),
@@ -189,9 +119,110 @@ std::optional<PreemptionPlan> PlanPreemption(
     for (size_t k = 0; k < keep.size(); ++k)
       if (keep[k]) kept.push_back(plan.victims[k]);
     plan.victims = std::move(kept);
-    consider(std::move(plan));
+    Consider(best, std::move(plan), candidates);
   }
   return best;
+}
+
+// A gang over several hosts: whole hosts under one domain of `level` (the
+// whole cluster when `level` is null), the cheapest to empty first.
+std::optional<PreemptionPlan> PlanWholeHosts(const ClusterState& c, const PodRequest& pod,
+                                             std::span<const VictimCandidate> candidates, const Admissible& admissible,
+                                             std::optional<int64_t> committed, std::optional<topo::Level> level) {
+  auto domain_of = [&](NodeId n) -> int64_t {
+    if (!level || !c.has_topology()) return kWholeCluster;
+    const topo::DomainId d = c.topology().AncestorAt(c.topology().host(c.host_of(n)), *level);
+    return d == topo::kNoDomain ? kWholeCluster : PlanDomain(*level, d);
+  };
+  std::map<NodeId, std::vector<size_t>> on_node;  // candidates with GPUs on a node
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Placement* p = c.FindAllocation(candidates[i].job->id);
+    if (p == nullptr) continue;
+    for (const NodeAssignment& a : p->assignments) on_node[a.node].push_back(i);
+  }
+  std::map<int64_t, std::vector<NodeId>> nodes_in;
+  for (NodeId n = 0; n < c.num_nodes(); ++n)
+    if (Allowed(c, pod, n)) nodes_in[domain_of(n)].push_back(n);
+  std::optional<PreemptionPlan> best;
+  for (auto& [d, nodes] : nodes_in) {
+    if (committed && d != *committed) continue;
+    struct HostCost {
+      NodeId n;
+      int64_t cost;
+    };
+    // A node can be emptied if every GPU not free is held by candidates.
+    std::vector<HostCost> hosts;
+    for (NodeId n : nodes) {
+      int32_t held = 0;
+      int64_t cost = 0;
+      std::vector<size_t>& vs = on_node[n];
+      std::sort(vs.begin(), vs.end());
+      vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
+      for (size_t i : vs) {
+        for (const NodeAssignment& a : c.FindAllocation(candidates[i].job->id)->assignments)
+          if (a.node == n) held += static_cast<int32_t>(a.gpus.size());
+        cost += candidates[i].cost;
+      }
+      if (c.free_whole_gpus(n) + held < c.gpu_count(n)) continue;  // others' jobs stay on it
+      hosts.push_back({n, cost});
+    }
+    std::sort(hosts.begin(), hosts.end(), [](const HostCost& a, const HostCost& b) {
+      return a.cost != b.cost ? a.cost < b.cost : a.n < b.n;
+    });
+    PreemptionPlan plan{.domain = d};
+    std::vector<uint8_t> chosen(candidates.size(), 0);
+    int64_t got = 0;
+    for (const HostCost& h : hosts) {
+      if (got >= pod.num_gpu()) break;
+      std::vector<size_t> add;
+      bool ok = true;
+      for (size_t i : on_node[h.n]) {
+        if (chosen[i]) continue;
+        std::vector<size_t> trial = plan.victims;
+        trial.insert(trial.end(), add.begin(), add.end());
+        if (!admissible(candidates[i], trial)) {
+          ok = false;
+          break;
+        }
+        add.push_back(i);
+      }
+      if (!ok) continue;
+      for (size_t i : add) {
+        chosen[i] = 1;
+        plan.victims.push_back(i);
+      }
+      got += c.gpu_count(h.n);
+    }
+    if (got < pod.num_gpu() || plan.victims.empty()) continue;
+    Consider(best, std::move(plan), candidates);
+  }
+  return best;
+}
+
+}  // namespace
+
+std::optional<PreemptionPlan> PlanPreemption(const ClusterState& c, const PodRequest& pod,
+                                             std::span<const VictimCandidate> candidates, const Admissible& admissible,
+                                             std::optional<int64_t> committed) {
+  const PreemptionScope scope = ScopeFor(c, pod);
+  if (scope.host_level) {
+    auto plan = PlanOnHosts(c, pod, candidates, admissible, committed);
+    if (plan || pod.job->single_node || pod.gpu_milli() < kMilliPerGpu) return plan;
+    committed.reset();  // a gang that fits on a host but found no host: whole hosts under a switch
+  }
+  if (pod.gpu_milli() < kMilliPerGpu) return std::nullopt;
+  // The smallest level that can hold it first, then wider ones: a gang whose
+  // floor is held across two leaves still gets it back.
+  if (c.has_topology()) {
+    const int from = topo::LevelIndex(scope.host_level ? topo::Level::kNode : scope.level);
+    for (topo::Level l : c.topology().levels()) {
+      if (topo::LevelIndex(l) <= topo::LevelIndex(topo::Level::kNode) || topo::LevelIndex(l) < from) continue;
+      auto plan = PlanWholeHosts(c, pod, candidates, admissible, committed, l);
+      if (plan) return plan;
+      committed.reset();
+    }
+  }
+  return PlanWholeHosts(c, pod, candidates, admissible, committed, std::nullopt);
 }
 
 }  // namespace tidal

@@ -30,15 +30,23 @@ struct VictimCandidate {
   int32_t group = 0; // caller's grouping key (e.g. tenant), passed back to `admissible`
 };
 
+// PreemptionPlan::domain of a plan over the whole cluster.
+inline constexpr int64_t kWholeCluster = -2;
+// PreemptionPlan::domain of topology domain d at level l.
+inline int64_t PlanDomain(topo::Level l, topo::DomainId d) { return (int64_t{topo::LevelIndex(l) + 1} << 40) | d; }
+
 struct PreemptionPlan {
-  int64_t domain = -1;  // a NodeId at host level, else a topology DomainId (0 = whole cluster without one)
+  // The domain: a NodeId at host level, (LevelIndex + 1) << 40 | DomainId
+  // for a topology domain, kWholeCluster for the whole cluster.
+  int64_t domain = -1;
   std::vector<size_t> victims;  // indices into the candidates
   int64_t cost = 0;
 };
 
 // Where a preemptor would go: hosts when it fits on one, else the smallest
 // topology level whose domains can hold it (the whole cluster without a
-// topology).
+// topology). When no plan is found there, a gang tries whole hosts under
+// wider domains, up to the whole cluster.
 struct PreemptionScope {
   bool host_level = true;
   topo::Level level = topo::Level::kNode;

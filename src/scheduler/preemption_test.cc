@@ -68,7 +68,7 @@ struct Bench {
   int64_t Host(const std::string& n) const { return w.Id(n); }
   int64_t Leaf(const std::string& host) const {
     const ClusterState& c = w.cluster;
-    return c.topology().AncestorAt(c.topology().host(c.host_of(w.Id(host))), topo::Level::kLeaf);
+    return PlanDomain(topo::Level::kLeaf, c.topology().AncestorAt(c.topology().host(c.host_of(w.Id(host))), topo::Level::kLeaf));
   }
 };
 
@@ -315,7 +315,7 @@ TEST(PlanPreemption, NoPlanWhenNothingSuffices) {
 // Where: PlanPreemption (preemption.cc), the greedy loop `if
 // (!admissible(candidates[i], plan.victims)) continue;` with no retry
 // without the earlier picks.
-TEST(PlanPreemption, DISABLED_GreedyDoesNotMissAnAdmissibleSet) {
+TEST(PlanPreemption, GreedyDoesNotMissAnAdmissibleSet) {
   Bench b;
   b.Run("s", {{"a1", {0}}}, 1, 7);
   b.Run("d", {{"a1", {1, 2}}}, 10, 7);

@@ -156,11 +156,15 @@ Status TenantQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolva
     }
     if (options_.quotas) {
       for (const auto& [r, v] : e.quota) {
-        const int64_t most = tree_->PotentialAvailable(e.tenant, r);
+        const bool guaranteed = e.tier == Tier::kGuaranteed;
+        const int64_t most = guaranteed ? tree_->subtree(e.tenant, r) : tree_->PotentialAvailable(e.tenant, r);
         if (v > most) {
-          unresolvable.push_back({&job, fmt::format("quota: tenant '{}' can never hold {} {} (its floor plus what it may "
-                                                    "borrow is {}); raise its quota or shrink the job",
-                                                    tree_->name(e.tenant), v, tree_->resource_name(r), most)});
+          unresolvable.push_back({&job, fmt::format("quota: tenant '{}' can never hold {} {} ({} is {}); raise its quota "
+                                                    "or shrink the job",
+                                                    tree_->name(e.tenant), v, tree_->resource_name(r),
+                                                    guaranteed ? "a guaranteed tenant runs within its floor, which"
+                                                               : "its floor plus what it may borrow",
+                                                    most)});
           return Ok();
         }
       }
@@ -255,8 +259,11 @@ bool TenantQueue::AdmitsNow(const Entry& e) const {
 bool TenantQueue::OthersHoldFloor(const Entry& e) const {
   if (!gpu_res_) return false;
   const ClusterState& c = scheduler_.cluster();
-  const int64_t free = c.total_gpu_milli() - c.total_gpu_milli_allocated();
-  return free + usage_.usage(e.tenant, *gpu_res_) < usage_.subtree(e.tenant, *gpu_res_);
+  // Others hold more than the capacity outside its floor (a floor above the
+  // cluster's size counts as the whole cluster).
+  const int64_t total = c.total_gpu_milli();
+  const int64_t others = c.total_gpu_milli_allocated() - usage_.usage(e.tenant, *gpu_res_);
+  return others > std::max<int64_t>(0, total - usage_.subtree(e.tenant, *gpu_res_));
 }
 
 bool TenantQueue::ReclaimRight(const Entry& e) const {
@@ -335,12 +342,25 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     if (las) ok = LasQueue(v, now) > my_queue;
     if (prio && v.tenant == e.tenant && v.job->priority < e.job->priority) ok = true;
     if (reclaim && v.tenant != e.tenant && v.tier != Tier::kGuaranteed) ok = true;
-    if (las_borrowed && v.tier != Tier::kGuaranteed && LasQueue(v, now) > my_queue) ok = true;
+    // LAS on borrowed quota never overrides priority (no loop with it).
+    if (las_borrowed && v.tier != Tier::kGuaranteed && v.job->priority <= e.job->priority && LasQueue(v, now) > my_queue) ok = true;
     if (!ok) continue;
     cands.push_back({v.job, LostIfPreempted(v, now, nullptr), v.tenant});
     cand_entries.push_back(&v);
   }
   if (cands.empty()) return false;
+  // First the strict rule: a victim's tenant keeps at least its floor after
+  // the victims (no tenant is pushed below its floor, so nothing it then
+  // reclaims back can loop); only if that finds no plan, Kueue's rule: its
+  // tenant is borrowing before the victim.
+  bool strict = true;
+  auto still_borrowing_after = [&](const Entry& v, std::span<const size_t> chosen) {
+    if (!strict) return still_borrowing(v, chosen);
+    int64_t usage = usage_.usage(v.tenant, *gpu_res_) - v.request.job->TotalGpuMilli();
+    for (size_t i : chosen)
+      if (cand_entries[i]->tenant == v.tenant) usage -= cand_entries[i]->request.job->TotalGpuMilli();
+    return usage >= usage_.subtree(v.tenant, *gpu_res_);
+  };
   auto admissible = [&](const VictimCandidate& c, std::span<const size_t> chosen) {
     const Entry& v = *cand_entries[static_cast<size_t>(&c - cands.data())];
     const bool other_reclaim = reclaim && v.tenant != e.tenant && v.tier != Tier::kGuaranteed;
@@ -348,14 +368,23 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     const bool las_ok = las && LasQueue(v, now) > my_queue;
     if (own_prio || las_ok) return true;
     if (v.tier == Tier::kSpot && (other_reclaim || las_borrowed)) return true;
-    const bool borrowed_las = las_borrowed && v.tier != Tier::kGuaranteed && LasQueue(v, now) > my_queue;
+    const bool borrowed_las = las_borrowed && v.tier != Tier::kGuaranteed && v.job->priority <= e.job->priority &&
+                              LasQueue(v, now) > my_queue;
     if (!(other_reclaim || borrowed_las) || !gpu_res_) return false;
-    return still_borrowing(v, chosen);
+    return still_borrowing_after(v, chosen);
   };
-  auto plan = PlanPreemption(scheduler_.cluster(), e.request, cands, admissible, e.committed_domain);
-  if (!plan && e.committed_domain) {
-    e.committed_domain.reset();  // the committed domain no longer works: choose again
-    plan = PlanPreemption(scheduler_.cluster(), e.request, cands, admissible, std::nullopt);
+  auto plan_once = [&]() {
+    auto p = PlanPreemption(scheduler_.cluster(), e.request, cands, admissible, e.committed_domain);
+    if (!p && e.committed_domain) {
+      e.committed_domain.reset();  // the committed domain no longer works: choose again
+      p = PlanPreemption(scheduler_.cluster(), e.request, cands, admissible, std::nullopt);
+    }
+    return p;
+  };
+  auto plan = plan_once();
+  if (!plan) {
+    strict = false;
+    plan = plan_once();
   }
   if (!plan) return false;
   e.committed_domain = plan->domain;
@@ -420,18 +449,40 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   // between releases; a preemption is a release). Preemption searches that
   // found nothing are remembered for this pass only (new jobs start).
   std::vector<uint8_t>& unfit = unfit_;
-  std::vector<uint8_t> no_victims(shape_ids_.size(), 0);
+  // Preemption searches that found nothing, by what decides the victims:
+  // the shape, the tenant, the priority and the LAS queue.
+  std::set<std::tuple<int32_t, TenantId, int32_t, int32_t>> no_victims;
+  auto victims_key = [&](const Entry& x) {
+    const bool las = options_.order == TenantOrder::kLas || options_.las_on_borrowed;
+    return std::tuple{x.shape_id, x.tenant, x.job->priority, las ? LasQueue(x, now) : 0};
+  };
   // Per shape, the shortest remaining run that was found to delay the
   // reserved job in this pass: as long or longer ones of that shape are
   // skipped without a placement attempt (a policy rule, as in JobQueue).
   std::vector<int64_t> delays_reserved(shape_ids_.size(), kNoReservation);
   std::vector<uint8_t> started(order.size(), 0);
+  std::set<const Entry*> moved;
   for (size_t i = 0; i < order.size(); ++i) {
     Entry& e = *order[i].second;
     if (e.running) continue;  // started by an earlier step of this pass
+    // Its key may have grown since the pass began (earlier starts filled its
+    // tenant's floor): then it goes back to its place among the rest, once.
+    if (!moved.contains(&e)) {
+      const OrderKey k = KeyOf(e, now);
+      if (order[i].first < k) {
+        moved.insert(&e);
+        auto pos = std::upper_bound(order.begin() + static_cast<std::ptrdiff_t>(i) + 1, order.end(), k,
+                                    [](const OrderKey& key, const auto& o) { return key < o.first; });
+        const auto at = pos - order.begin();
+        order.insert(pos, {k, &e});
+        started.insert(started.begin() + at, 0);
+        continue;  // this slot stays 0: the entry is handled at its new place
+      }
+    }
     if (!AdmitsNow(e)) {
-      // Quota: skipped, unless it reclaims its own floor from borrowers.
-      if (ReclaimRight(e) && !no_victims[e.shape_id]) {
+      // Quota: skipped, unless it reclaims its own floor from borrowers or
+      // (priority) takes it from its own tenant's lower-priority jobs.
+      if ((ReclaimRight(e) || options_.priority_preemption) && !no_victims.contains(victims_key(e))) {
         const size_t before = pass.preempted.size();
         TIDAL_ASSIGN_OR_RETURN(bool ok, TryPreempt(e, now, pass));
         if (ok) {
@@ -439,14 +490,17 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
           if (pass.preempted.size() != before) std::fill(unfit.begin(), unfit.end(), 0);
           continue;
         }
-        no_victims[e.shape_id] = 1;
+        no_victims.insert(victims_key(e));
       }
       continue;
     }
     Result<const Placement*> bound = MakeError(ErrorCode::kUnschedulable, "did not fit earlier in this pass");
     const bool long_job = holder != nullptr && now + e.job->PlannedRun(static_cast<int64_t>(std::ceil(e.remaining_s * e.stretch))) >
                                                    reservation.time_s();
-    if (holder != nullptr && reservation.time_s() != kNoReservation) {
+    // Guarantees outrank reservations: a job within its tenant's floor while
+    // others hold part of it is not held back for the reserved job.
+    const bool owed = ReclaimRight(e) && OthersHoldFloor(e);
+    if (holder != nullptr && reservation.time_s() != kNoReservation && !owed) {
       if (e.job->PlannedRun(e.remaining_s) >= delays_reserved[e.shape_id]) continue;
     }
     if (!unfit[e.shape_id]) {
@@ -455,7 +509,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
       scheduler_.set_reserved_nodes({});
     }
     if (bound) {
-      if (holder != nullptr && reservation.time_s() != kNoReservation) {
+      if (holder != nullptr && reservation.time_s() != kNoReservation && !owed) {
         const int64_t full = run_time_ ? run_time_(*e.job, **bound) : *e.job->duration_s;
         const double stretch = *e.job->duration_s > 0 ? static_cast<double>(full) / static_cast<double>(*e.job->duration_s) : 1;
         const int64_t run = static_cast<int64_t>(std::ceil(static_cast<double>(e.remaining_s) * stretch - 1e-9)) +
@@ -484,7 +538,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     }
     if (code != ErrorCode::kUnschedulable && code != ErrorCode::kDeferred) return std::unexpected(bound.error());
     if (code == ErrorCode::kUnschedulable) unfit[e.shape_id] = 1;
-    if (!no_victims[e.shape_id]) {
+    if (!no_victims.contains(victims_key(e))) {
       const size_t before = pass.preempted.size();
       TIDAL_ASSIGN_OR_RETURN(bool ok, TryPreempt(e, now, pass));
       if (ok) {
@@ -492,7 +546,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
         if (pass.preempted.size() != before) std::fill(unfit.begin(), unfit.end(), 0);
         continue;
       }
-      no_victims[e.shape_id] = 1;
+      no_victims.insert(victims_key(e));
     }
     if (code == ErrorCode::kDeferred && ReclaimRight(e) && OthersHoldFloor(e)) {
       // Within its tenant's floor while others hold part of it: it gets the
@@ -506,8 +560,8 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
         continue;
       }
     }
+    if (head_ == nullptr) head_ = e.job;  // the first job that cannot start
     if (holder == nullptr) {
-      head_ = e.job;
       if (options_.backfill) {
         holder = &e;
         reservation.Compute(scheduler_.cluster(), running_, e.request, now,

@@ -165,7 +165,7 @@ class TenantQueue : public WorkQueue {
   void Account(Entry& e, int sign);
   bool AdmitsNow(const Entry& e) const;
   bool ReclaimRight(const Entry& e) const;
-  // Free GPUs + the tenant's usage < its floor: others hold part of it.
+  // Others hold part of its floor: their GPUs > total - floor.
   bool OthersHoldFloor(const Entry& e) const;
   // Tries to make room for e by preemption; true if e was started.
   Result<bool> TryPreempt(Entry& e, int64_t now, QueuePass& pass);

@@ -292,7 +292,10 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   std::vector<double> tenant_violation_s(tenants ? static_cast<size_t>(tenants->size()) : 0, 0);
   std::vector<tenancy::TenantId> violating;
   std::optional<GuaranteeTracker> guarantees;
-  if (tenants) guarantees.emplace(*tenants);
+  if (tenants) {
+    guarantees.emplace(*tenants);
+    guarantees->SetTotal(c.total_gpu_milli());
+  }
 
   // Finish events: (time, job id), earliest first, ties by id.
   using Finish = std::pair<int64_t, JobId>;

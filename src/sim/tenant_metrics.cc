@@ -36,12 +36,16 @@ void GuaranteeTracker::Running(const Job& j, int sign) {
   if (t != tenancy::kNoTenant) usage_[static_cast<size_t>(t)] += sign * j.TotalGpuMilli();
 }
 
+void GuaranteeTracker::SetTotal(int64_t total_milli) { total_ = total_milli; }
+
 const std::vector<tenancy::TenantId>& GuaranteeTracker::Violating(int64_t free_milli) {
   violating_.clear();
   for (size_t t = 0; t < usage_.size(); ++t) {
     if (waiting_[t].empty() || usage_[t] >= floor_[t]) continue;
     const bool fits_floor = *waiting_[t].begin() <= floor_[t] - usage_[t];
-    if (fits_floor && free_milli + usage_[t] < floor_[t]) violating_.push_back(static_cast<tenancy::TenantId>(t));
+    // Others hold capacity within its floor: free + its usage < its floor,
+    // with a floor above the cluster's size counted as the whole cluster.
+    if (fits_floor && free_milli + usage_[t] < std::min(floor_[t], total_)) violating_.push_back(static_cast<tenancy::TenantId>(t));
   }
   return violating_;
 }

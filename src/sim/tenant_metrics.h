@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -23,6 +24,7 @@ class GuaranteeTracker {
   explicit GuaranteeTracker(const tenancy::TenantTree& tree);
   void Waiting(const Job& j, int sign);  // +1 queued (arrival, preemption), -1 left the queue
   void Running(const Job& j, int sign);  // +1 started, -1 finished or preempted
+  void SetTotal(int64_t total_milli);  // the cluster's milli-GPU (floors above it are capped)
   // Tenants in violation with `free_milli` idle milli-GPU in the cluster.
   const std::vector<tenancy::TenantId>& Violating(int64_t free_milli);
 
@@ -32,6 +34,7 @@ class GuaranteeTracker {
   std::vector<int64_t> usage_, floor_;
   std::vector<std::multiset<int64_t>> waiting_;
   std::vector<tenancy::TenantId> violating_;
+  int64_t total_ = std::numeric_limits<int64_t>::max();
 };
 
 // Fills r.per_tenant, r.fairness_max_min_slowdown and
