@@ -22,6 +22,21 @@
 
 namespace tidal::bench {
 
+// "a,b,,c" -> {"a", "b", "c"}: the benchmarks' list flags.
+inline std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  while (b <= s.size()) {
+    const size_t e = s.find(',', b);
+    const std::string item = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    if (!item.empty()) out.push_back(item);
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  return out;
+}
+
+
 inline constexpr int kHosts = 12500;
 inline constexpr int kGpusPerHost = 8;
 inline constexpr int kHostsPerLeaf = 32;

@@ -566,18 +566,6 @@ void Register(const std::vector<std::string>& placers) {
   }
 }
 
-std::vector<std::string> SplitCommas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b <= s.size()) {
-    const size_t e = s.find(',', b);
-    const std::string item = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    if (!item.empty()) out.push_back(item);
-    if (e == std::string::npos) break;
-    b = e + 1;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -604,15 +592,15 @@ int main(int argc, char** argv) {
     } else if (a == "--callgrind") {
       g_callgrind = true;
     } else if (auto v = value(a, "--placers")) {
-      o.placers = SplitCommas(*v);
+      o.placers = tidal::bench::SplitCommas(*v);
       check(o.placers, kPlacers, "placers");
     } else if (auto v = value(a, "--states")) {
-      const auto states = SplitCommas(*v);
+      const auto states = tidal::bench::SplitCommas(*v);
       check(states, {"empty", "loaded"}, "states");
       o.states.clear();
       for (const auto& x : states) o.states.push_back(x == "loaded");
     } else if (auto v = value(a, "--ops")) {
-      o.ops = SplitCommas(*v);
+      o.ops = tidal::bench::SplitCommas(*v);
       check(o.ops, {"gang1024", "single_gpu", "gpu8"}, "ops");
     } else if (auto v = value(a, "--gang-reps")) {
       o.gang_reps = std::max(10, std::atoi(v->c_str()));

@@ -775,18 +775,6 @@ void Register() {
   }
 }
 
-std::vector<std::string> SplitCommas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b <= s.size()) {
-    const size_t e = s.find(',', b);
-    const std::string item = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    if (!item.empty()) out.push_back(item);
-    if (e == std::string::npos) break;
-    b = e + 1;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -810,7 +798,7 @@ int main(int argc, char** argv) {
     } else if (a == "--no-baseline") {
       o.baseline = false;
     } else if (auto v = value(a, "--scenarios")) {
-      o.scenarios = SplitCommas(*v);
+      o.scenarios = tidal::bench::SplitCommas(*v);
       if (o.scenarios.empty()) Die("--scenarios= names nothing");
       for (const auto& s : o.scenarios)
         if (std::none_of(kScenarios.begin(), kScenarios.end(), [&](const Scenario& k) { return s == k.name; }))

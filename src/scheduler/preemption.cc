@@ -22,6 +22,10 @@ int32_t UsableFree(const ClusterState& c, const PodRequest& pod, NodeId n) {
   return k;
 }
 
+const Placement* PlacementOf(const ClusterState& c, const VictimCandidate& v) {
+  return v.placement != nullptr ? v.placement : c.FindAllocation(v.job->id);
+}
+
 }  // namespace
 
 PreemptionScope ScopeFor(const ClusterState& c, const PodRequest& pod) {
@@ -60,11 +64,19 @@ std::optional<PreemptionPlan> PlanOnHosts(const ClusterState& c, const PodReques
                                           std::span<const VictimCandidate> candidates, const Admissible& admissible,
                                           std::optional<int64_t> committed) {
   auto node_ok = [&](NodeId n) { return Allowed(c, pod, n) && c.gpu_count(n) >= pod.num_gpu(); };
-  std::map<int64_t, std::vector<std::pair<size_t, int32_t>>> freed;  // node -> (candidate, devices it frees)
+  // (node, candidate, devices it frees there), grouped by node below: one
+  // flat vector, no per-node containers (a search may see 20k candidates).
+  struct Freed {
+    NodeId node;
+    size_t cand;
+    int32_t k;
+  };
+  std::vector<Freed> all;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const Placement* p = c.FindAllocation(candidates[i].job->id);
+    const Placement* p = PlacementOf(c, candidates[i]);
     if (p == nullptr) continue;
     for (const NodeAssignment& a : p->assignments) {
+      if (committed && a.node != *committed) continue;
       if (!node_ok(a.node)) continue;
       const auto free = c.gpu_free(a.node);
       int32_t k = 0;
@@ -72,20 +84,28 @@ std::optional<PreemptionPlan> PlanOnHosts(const ClusterState& c, const PodReques
         const int32_t after = free[static_cast<size_t>(a.gpus[g])] + a.gpu_milli[g];
         k += pod.gpu_milli() >= kMilliPerGpu ? after == kMilliPerGpu : after >= pod.gpu_milli();
       }
-      if (k > 0) freed[a.node].push_back({i, k});
+      if (k > 0) all.push_back({a.node, i, k});
     }
   }
+  // By node, then cost per GPU freed, ascending: a.cost / a.k < b.cost / b.k.
+  std::sort(all.begin(), all.end(), [&](const Freed& a, const Freed& b) {
+    if (a.node != b.node) return a.node < b.node;
+    const int64_t l = candidates[a.cand].cost * b.k;  // costs < 2^40, k <= 2^10
+    const int64_t r = candidates[b.cand].cost * a.k;
+    return l != r ? l < r : a.cand < b.cand;
+  });
   std::optional<PreemptionPlan> best;
-  for (auto& [d, list] : freed) {
-    if (committed && d != *committed) continue;
-    const int64_t need = pod.num_gpu() - UsableFree(c, pod, static_cast<NodeId>(d));
+  std::vector<std::pair<size_t, int32_t>> list;
+  for (size_t g = 0; g < all.size();) {
+    const NodeId d = all[g].node;
+    list.clear();
+    for (; g < all.size() && all[g].node == d; ++g) list.push_back({all[g].cand, all[g].k});
+    const int64_t need = pod.num_gpu() - UsableFree(c, pod, d);
     if (need <= 0) continue;  // room is there already; preemption would not help
-    std::sort(list.begin(), list.end(), [&](const auto& a, const auto& b) {
-      // cost per GPU freed, ascending: a.cost / a.k < b.cost / b.k
-      const int64_t l = candidates[a.first].cost * b.second;  // costs < 2^40, k <= 2^10
-      const int64_t r = candidates[b.first].cost * a.second;
-      return l != r ? l < r : a.first < b.first;
-    });
+    // A lower bound: every victim here together frees too little.
+    int64_t most = 0;
+    for (const auto& [i, k] : list) most += k;
+    if (most < need) continue;
     // One victim that frees enough on its own (the greedy pass can miss it
     // when an earlier, cheaper pick makes it inadmissible).
     for (const auto& [i, k] : list) {
@@ -136,7 +156,7 @@ std::optional<PreemptionPlan> PlanWholeHosts(const ClusterState& c, const PodReq
   };
   std::map<NodeId, std::vector<size_t>> on_node;  // candidates with GPUs on a node
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const Placement* p = c.FindAllocation(candidates[i].job->id);
+    const Placement* p = PlacementOf(c, candidates[i]);
     if (p == nullptr) continue;
     for (const NodeAssignment& a : p->assignments) on_node[a.node].push_back(i);
   }
@@ -159,7 +179,7 @@ std::optional<PreemptionPlan> PlanWholeHosts(const ClusterState& c, const PodReq
       std::sort(vs.begin(), vs.end());
       vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
       for (size_t i : vs) {
-        for (const NodeAssignment& a : c.FindAllocation(candidates[i].job->id)->assignments)
+        for (const NodeAssignment& a : PlacementOf(c, candidates[i])->assignments)
           if (a.node == n) held += static_cast<int32_t>(a.gpus.size());
         cost += candidates[i].cost;
       }

@@ -28,6 +28,7 @@ struct VictimCandidate {
   const Job* job = nullptr;
   int64_t cost = 0;  // lost GPU-seconds + restart penalty
   int32_t group = 0; // caller's grouping key (e.g. tenant), passed back to `admissible`
+  const Placement* placement = nullptr;  // its allocation (looked up when null)
 };
 
 // PreemptionPlan::domain of a plan over the whole cluster.

@@ -345,7 +345,7 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     // LAS on borrowed quota never overrides priority (no loop with it).
     if (las_borrowed && v.tier != Tier::kGuaranteed && v.job->priority <= e.job->priority && LasQueue(v, now) > my_queue) ok = true;
     if (!ok) continue;
-    cands.push_back({v.job, LostIfPreempted(v, now, nullptr), v.tenant});
+    cands.push_back({v.job, LostIfPreempted(v, now, nullptr), v.tenant, scheduler_.cluster().FindAllocation(id)});
     cand_entries.push_back(&v);
   }
   if (cands.empty()) return false;
