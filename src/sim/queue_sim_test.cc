@@ -474,3 +474,46 @@ TEST(QueueSimPhilly, EveryPlacerReplays) {
 
 }  // namespace
 }  // namespace tidal::sim
+
+namespace tidal::sim {
+namespace {
+
+// Backfill plans with the estimate, the job runs its real time. In
+// Scenario1 j2 (5 s) is backfilled at 2 because it ends by the head's
+// reservation at 10; told it runs 20 s it would not, so it waits behind the
+// head, which takes all 4 GPUs for [10, 15): j2 starts at 15.
+TEST(QueueSimEstimates, AnOverestimateKeepsAJobFromBackfilling) {
+  std::vector<Job> jobs = Scenario1();
+  EXPECT_EQ(Rec(Replay(OneNode(4), jobs, QueuePolicy::kFifoBackfill), 2).start_s, 2);
+  jobs[2].estimate_s = 20;
+  const QueueSimResult r = Replay(OneNode(4), jobs, QueuePolicy::kFifoBackfill);
+  EXPECT_EQ(Rec(r, 1).start_s, 10);
+  EXPECT_EQ(Rec(r, 2).start_s, 15);
+  EXPECT_EQ(Rec(r, 2).finish_s, 20);  // it still runs its real 5 s
+}
+
+TEST(QueueSimEstimates, FModelIsSeededAndNeverUnderestimates) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 40; ++i) jobs.push_back(MakeJob(i, i * 3, 1 + i % 4, 10 + 7 * i));
+  QueueSimOptions o;
+  o.queue = QueuePolicy::kFifoBackfill;
+  o.estimate = "f-model:10";
+  auto a = RunQueueSim(OneNode(4), jobs, o);
+  auto b = RunQueueSim(OneNode(4), jobs, o);
+  ASSERT_TRUE(a.has_value()) << a.error().ToString();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(QueueSimJson(*a).dump(), QueueSimJson(*b).dump());
+  EXPECT_EQ(QueueSimJson(*a)["estimate"], "f-model:10");
+  EXPECT_EQ(a->jobs_finished, 40);
+  // Every job ran its real time (estimates only plan).
+  for (const auto& rec : a->jobs) EXPECT_EQ(rec.finish_s - rec.start_s, 10 + 7 * rec.id);
+  for (const char* bad : {"f-model:0.5", "f-model:", "guess", "f-model:x"}) {
+    o.estimate = bad;
+    auto r = RunQueueSim(OneNode(4), jobs, o);
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_NE(r.error().message.find("f-model:F"), std::string::npos) << r.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace tidal::sim
