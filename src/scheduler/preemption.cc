@@ -144,75 +144,100 @@ std::optional<PreemptionPlan> PlanOnHosts(const ClusterState& c, const PodReques
   return best;
 }
 
+// What emptying each host of allowed model would take: whether only
+// candidates hold its busy GPUs, which candidates and at what cost.
+struct HostInfo {
+  NodeId node = -1;
+  int64_t cost = 0;
+  std::vector<size_t> victims;  // sorted, unique
+};
+
+std::vector<HostInfo> EmptiableHosts(const ClusterState& c, const PodRequest& pod,
+                                     std::span<const VictimCandidate> candidates) {
+  std::vector<std::pair<NodeId, size_t>> held;  // (node, candidate) per assignment
+  std::vector<int32_t> gpus_held(static_cast<size_t>(c.num_nodes()), 0);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Placement* p = PlacementOf(c, candidates[i]);
+    if (p == nullptr) continue;
+    for (const NodeAssignment& a : p->assignments) {
+      held.push_back({a.node, i});
+      gpus_held[static_cast<size_t>(a.node)] += static_cast<int32_t>(a.gpus.size());
+    }
+  }
+  std::sort(held.begin(), held.end());
+  held.erase(std::unique(held.begin(), held.end()), held.end());
+  std::vector<HostInfo> out;
+  size_t h = 0;
+  for (NodeId n = 0; n < c.num_nodes(); ++n) {
+    HostInfo info{.node = n};
+    for (; h < held.size() && held[h].first == n; ++h) {
+      info.victims.push_back(held[h].second);
+      info.cost += candidates[held[h].second].cost;
+    }
+    if (!Allowed(c, pod, n)) continue;
+    if (c.free_whole_gpus(n) + gpus_held[static_cast<size_t>(n)] < c.gpu_count(n)) continue;  // others' jobs stay
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
 // A gang over several hosts: whole hosts under one domain of `level` (the
 // whole cluster when `level` is null), the cheapest to empty first.
 std::optional<PreemptionPlan> PlanWholeHosts(const ClusterState& c, const PodRequest& pod,
                                              std::span<const VictimCandidate> candidates, const Admissible& admissible,
-                                             std::optional<int64_t> committed, std::optional<topo::Level> level) {
+                                             std::optional<int64_t> committed, std::optional<topo::Level> level,
+                                             const std::vector<HostInfo>& hosts) {
   auto domain_of = [&](NodeId n) -> int64_t {
     if (!level || !c.has_topology()) return kWholeCluster;
     const topo::DomainId d = c.topology().AncestorAt(c.topology().host(c.host_of(n)), *level);
     return d == topo::kNoDomain ? kWholeCluster : PlanDomain(*level, d);
   };
-  std::map<NodeId, std::vector<size_t>> on_node;  // candidates with GPUs on a node
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const Placement* p = PlacementOf(c, candidates[i]);
-    if (p == nullptr) continue;
-    for (const NodeAssignment& a : p->assignments) on_node[a.node].push_back(i);
+  // Hosts by domain, each domain's cheapest first.
+  std::vector<std::pair<int64_t, const HostInfo*>> by;
+  by.reserve(hosts.size());
+  for (const HostInfo& h : hosts) {
+    const int64_t d = domain_of(h.node);
+    if (!committed || d == *committed) by.push_back({d, &h});
   }
-  std::map<int64_t, std::vector<NodeId>> nodes_in;
-  for (NodeId n = 0; n < c.num_nodes(); ++n)
-    if (Allowed(c, pod, n)) nodes_in[domain_of(n)].push_back(n);
+  std::sort(by.begin(), by.end(), [](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return a.second->cost != b.second->cost ? a.second->cost < b.second->cost : a.second->node < b.second->node;
+  });
   std::optional<PreemptionPlan> best;
-  for (auto& [d, nodes] : nodes_in) {
-    if (committed && d != *committed) continue;
-    struct HostCost {
-      NodeId n;
-      int64_t cost;
-    };
-    // A node can be emptied if every GPU not free is held by candidates.
-    std::vector<HostCost> hosts;
-    for (NodeId n : nodes) {
-      int32_t held = 0;
-      int64_t cost = 0;
-      std::vector<size_t>& vs = on_node[n];
-      std::sort(vs.begin(), vs.end());
-      vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
-      for (size_t i : vs) {
-        for (const NodeAssignment& a : PlacementOf(c, candidates[i])->assignments)
-          if (a.node == n) held += static_cast<int32_t>(a.gpus.size());
-        cost += candidates[i].cost;
-      }
-      if (c.free_whole_gpus(n) + held < c.gpu_count(n)) continue;  // others' jobs stay on it
-      hosts.push_back({n, cost});
+  std::vector<uint8_t> chosen(candidates.size(), 0);
+  for (size_t g = 0; g < by.size();) {
+    const int64_t d = by[g].first;
+    size_t end = g;
+    int64_t room = 0;
+    for (; end < by.size() && by[end].first == d; ++end) room += c.gpu_count(by[end].second->node);
+    if (room < pod.num_gpu()) {
+      g = end;
+      continue;
     }
-    std::sort(hosts.begin(), hosts.end(), [](const HostCost& a, const HostCost& b) {
-      return a.cost != b.cost ? a.cost < b.cost : a.n < b.n;
-    });
     PreemptionPlan plan{.domain = d};
-    std::vector<uint8_t> chosen(candidates.size(), 0);
     int64_t got = 0;
-    for (const HostCost& h : hosts) {
-      if (got >= pod.num_gpu()) break;
-      std::vector<size_t> add;
+    for (; g < end && got < pod.num_gpu(); ++g) {
+      const HostInfo& h = *by[g].second;
+      const size_t before = plan.victims.size();
       bool ok = true;
-      for (size_t i : on_node[h.n]) {
+      for (size_t i : h.victims) {
         if (chosen[i]) continue;
-        std::vector<size_t> trial = plan.victims;
-        trial.insert(trial.end(), add.begin(), add.end());
-        if (!admissible(candidates[i], trial)) {
+        if (!admissible(candidates[i], plan.victims)) {
           ok = false;
           break;
         }
-        add.push_back(i);
-      }
-      if (!ok) continue;
-      for (size_t i : add) {
-        chosen[i] = 1;
         plan.victims.push_back(i);
+        chosen[i] = 1;
       }
-      got += c.gpu_count(h.n);
+      if (!ok) {  // undo this host's picks
+        for (size_t k = before; k < plan.victims.size(); ++k) chosen[plan.victims[k]] = 0;
+        plan.victims.resize(before);
+        continue;
+      }
+      got += c.gpu_count(h.node);
     }
+    for (size_t i : plan.victims) chosen[i] = 0;
+    g = end;
     if (got < pod.num_gpu() || plan.victims.empty()) continue;
     Consider(best, std::move(plan), candidates);
   }
@@ -231,18 +256,19 @@ std::optional<PreemptionPlan> PlanPreemption(const ClusterState& c, const PodReq
     committed.reset();  // a gang that fits on a host but found no host: whole hosts under a switch
   }
   if (pod.gpu_milli() < kMilliPerGpu) return std::nullopt;
+  const std::vector<HostInfo> hosts = EmptiableHosts(c, pod, candidates);
   // The smallest level that can hold it first, then wider ones: a gang whose
   // floor is held across two leaves still gets it back.
   if (c.has_topology()) {
     const int from = topo::LevelIndex(scope.host_level ? topo::Level::kNode : scope.level);
     for (topo::Level l : c.topology().levels()) {
       if (topo::LevelIndex(l) <= topo::LevelIndex(topo::Level::kNode) || topo::LevelIndex(l) < from) continue;
-      auto plan = PlanWholeHosts(c, pod, candidates, admissible, committed, l);
+      auto plan = PlanWholeHosts(c, pod, candidates, admissible, committed, l, hosts);
       if (plan) return plan;
       committed.reset();
     }
   }
-  return PlanWholeHosts(c, pod, candidates, admissible, committed, std::nullopt);
+  return PlanWholeHosts(c, pod, candidates, admissible, committed, std::nullopt, hosts);
 }
 
 }  // namespace tidal

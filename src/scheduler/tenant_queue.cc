@@ -65,6 +65,7 @@ TenantQueue::TenantQueue(Scheduler& scheduler, std::shared_ptr<const tenancy::Te
     usage_ = *tree_;
     meter_ = std::make_unique<tenancy::UsageMeter>(*tree_, options_.half_life_s);
     gpu_res_ = tree_->resource("gpu");
+    leaves_ = tree_->Leaves();
   }
   if (!tree_) options_.quotas = false;
 }
@@ -182,7 +183,18 @@ Status TenantQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolva
   return Ok();
 }
 
+void TenantQueue::UnlistRunning(Entry& e) {
+  Entry* last = running_list_.back();
+  running_list_[e.running_index] = last;
+  last->running_index = e.running_index;
+  running_list_.pop_back();
+}
+
 void TenantQueue::Account(Entry& e, int sign) {
+  auto& prios = running_priorities_[e.tenant];
+  if (sign > 0) prios.insert(e.job->priority);
+  else prios.erase(prios.find(e.job->priority));
+  if (e.tier == Tier::kSpot) spot_running_ += sign;
   if (!tree_) return;
   if (sign > 0) usage_.Add(e.tenant, e.quota);
   else usage_.Remove(e.tenant, e.quota);
@@ -199,6 +211,7 @@ Status TenantQueue::Finish(const Job& job) {
   TIDAL_RETURN_IF_ERROR(scheduler_.Release(job));
   Account(e, -1);
   running_.erase({e.planned_end_s, job.id});
+  UnlistRunning(e);
   entries_.erase(it);
   std::fill(unfit_.begin(), unfit_.end(), 0);  // capacity grew
   return Ok();
@@ -282,6 +295,8 @@ void TenantQueue::Start(Entry& e, const Placement& p, int64_t now, QueuePass& pa
   e.planned_end_s = now + std::max(run, e.job->PlannedRun(run));
   e.committed_domain.reset();
   running_.insert({e.planned_end_s, e.job->id});
+  e.running_index = running_list_.size();
+  running_list_.push_back(&e);
   Account(e, +1);
   pass.started.push_back(e.job);
   pass.ends.push_back(e.end_s);
@@ -308,6 +323,7 @@ Status TenantQueue::Evict(Entry& v, int64_t now, QueuePass& pass) {
   ++v.restarts;
   v.waiting_since = now;
   running_.erase({v.planned_end_s, v.job->id});
+  UnlistRunning(v);
   // Back in arrival order (it keeps its sequence number).
   auto pos = std::lower_bound(waiting_.begin(), waiting_.end(), v.seq, [](const Entry* x, uint64_t s) { return x->seq < s; });
   waiting_.insert(pos, &v);
@@ -323,6 +339,23 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
   const bool prio = options_.priority_preemption && !las;
   const bool las_borrowed = options_.las_on_borrowed && options_.quotas && gpu_res_.has_value();
   if (!reclaim && !prio && !las && !las_borrowed) return false;
+  // Cheap necessary conditions before a search over every running job:
+  // reclaim and LAS-on-borrowed need a borrowing tenant (or a spot job),
+  // priority a lower-priority job of its own tenant.
+  if (!las) {
+    bool borrower = spot_running_ > 0;
+    if (!borrower && tree_ && gpu_res_) {
+      for (TenantId t : leaves_) {
+        if (usage_.usage(t, *gpu_res_) > usage_.subtree(t, *gpu_res_) && (las_borrowed || t != e.tenant)) {
+          borrower = true;
+          break;
+        }
+      }
+    }
+    const auto& prios = running_priorities_[e.tenant];
+    const bool lower = prio && !prios.empty() && *prios.begin() < e.job->priority;
+    if (!borrower && !lower) return false;
+  }
   const int32_t my_queue = las || las_borrowed ? LasQueue(e, now) : 0;
   // A victim's tenant must still be borrowing after the victims chosen
   // before it (a tenant at or below its floor is never a victim).
@@ -334,8 +367,8 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     return usage > usage_.subtree(v.tenant, *gpu_res_);
   };
   std::vector<VictimCandidate> cands;
-  for (const auto& [end, id] : running_) {
-    Entry& v = entries_.at(id);
+  for (Entry* vp : running_list_) {
+    Entry& v = *vp;
     if (options_.min_run_s < 0 || now - v.start_s < options_.min_run_s) continue;
     if (v.start_s == now) continue;  // started in this pass (or this second): not a victim yet
     bool ok = false;
@@ -345,7 +378,7 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     // LAS on borrowed quota never overrides priority (no loop with it).
     if (las_borrowed && v.tier != Tier::kGuaranteed && v.job->priority <= e.job->priority && LasQueue(v, now) > my_queue) ok = true;
     if (!ok) continue;
-    cands.push_back({v.job, LostIfPreempted(v, now, nullptr), v.tenant, scheduler_.cluster().FindAllocation(id)});
+    cands.push_back({v.job, LostIfPreempted(v, now, nullptr), v.tenant, scheduler_.cluster().FindAllocation(v.job->id)});
     cand_entries.push_back(&v);
   }
   if (cands.empty()) return false;
@@ -451,10 +484,23 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   std::vector<uint8_t>& unfit = unfit_;
   // Preemption searches that found nothing, by what decides the victims:
   // the shape, the tenant, the priority and the LAS queue.
-  std::set<std::tuple<int32_t, TenantId, int32_t, int32_t>> no_victims;
+  // Per (tenant, priority, LAS queue, one host or not): the fewest GPUs a
+  // search found no victims for; a job asking as many or more is not
+  // searched again in this pass (a larger request of the same standing
+  // finds no victims either — a policy rule that keeps a pass at a few
+  // searches per tenant, not one per waiting job).
+  std::map<std::tuple<TenantId, int32_t, int32_t, bool>, int32_t> no_victims_from;
   auto victims_key = [&](const Entry& x) {
     const bool las = options_.order == TenantOrder::kLas || options_.las_on_borrowed;
-    return std::tuple{x.shape_id, x.tenant, x.job->priority, las ? LasQueue(x, now) : 0};
+    return std::tuple{x.tenant, x.job->priority, las ? LasQueue(x, now) : 0, x.job->single_node};
+  };
+  auto searched_in_vain = [&](const Entry& x) {
+    auto it = no_victims_from.find(victims_key(x));
+    return it != no_victims_from.end() && x.request.num_gpu() >= it->second;
+  };
+  auto no_victims_for = [&](const Entry& x) {
+    auto [it, added] = no_victims_from.try_emplace(victims_key(x), x.request.num_gpu());
+    if (!added) it->second = std::min(it->second, x.request.num_gpu());
   };
   // Per shape, the shortest remaining run that was found to delay the
   // reserved job in this pass: as long or longer ones of that shape are
@@ -482,7 +528,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     if (!AdmitsNow(e)) {
       // Quota: skipped, unless it reclaims its own floor from borrowers or
       // (priority) takes it from its own tenant's lower-priority jobs.
-      if ((ReclaimRight(e) || options_.priority_preemption) && !no_victims.contains(victims_key(e))) {
+      if ((ReclaimRight(e) || options_.priority_preemption) && !searched_in_vain(e)) {
         const size_t before = pass.preempted.size();
         TIDAL_ASSIGN_OR_RETURN(bool ok, TryPreempt(e, now, pass));
         if (ok) {
@@ -490,7 +536,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
           if (pass.preempted.size() != before) std::fill(unfit.begin(), unfit.end(), 0);
           continue;
         }
-        no_victims.insert(victims_key(e));
+        no_victims_for(e);
       }
       continue;
     }
@@ -538,7 +584,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     }
     if (code != ErrorCode::kUnschedulable && code != ErrorCode::kDeferred) return std::unexpected(bound.error());
     if (code == ErrorCode::kUnschedulable) unfit[e.shape_id] = 1;
-    if (!no_victims.contains(victims_key(e))) {
+    if (!searched_in_vain(e)) {
       const size_t before = pass.preempted.size();
       TIDAL_ASSIGN_OR_RETURN(bool ok, TryPreempt(e, now, pass));
       if (ok) {
@@ -546,7 +592,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
         if (pass.preempted.size() != before) std::fill(unfit.begin(), unfit.end(), 0);
         continue;
       }
-      no_victims.insert(victims_key(e));
+      no_victims_for(e);
     }
     if (code == ErrorCode::kDeferred && ReclaimRight(e) && OthersHoldFloor(e)) {
       // Within its tenant's floor while others hold part of it: it gets the

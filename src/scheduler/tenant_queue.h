@@ -145,6 +145,7 @@ class TenantQueue : public WorkQueue {
     bool running = false;
     int64_t start_s = 0, end_s = 0;
     int64_t planned_end_s = 0;  // the end the queue plans with (estimates)
+    size_t running_index = 0;   // in running_list_ while running
     double stretch = 1;        // run seconds per base second on this placement
     std::optional<int64_t> committed_domain;
   };
@@ -182,11 +183,16 @@ class TenantQueue : public WorkQueue {
 
   std::unordered_map<JobId, Entry> entries_;
   std::vector<Entry*> waiting_;  // arrival order
-  std::set<std::pair<int64_t, JobId>> running_;  // (end time, id)
+  std::set<std::pair<int64_t, JobId>> running_;  // (planned end time, id)
+  std::vector<Entry*> running_list_;             // the running entries, for victim searches
+  void UnlistRunning(Entry& e);
   uint64_t next_seq_ = 0;
   std::map<JobShape, WaitingShape> shapes_;
   uint64_t shapes_version_ = 0;
   std::map<tenancy::TenantId, std::multiset<int64_t>> waiting_gpu_;  // per tenant: waiting requests
+  std::map<tenancy::TenantId, std::multiset<int32_t>> running_priorities_;  // per tenant
+  int64_t spot_running_ = 0;
+  std::vector<tenancy::TenantId> leaves_;
   std::map<JobShape, int32_t> shape_ids_;
   std::vector<uint8_t> unfit_;  // per interned shape: did not fit since the last release
   const Job* head_ = nullptr;
