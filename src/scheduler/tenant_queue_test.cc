@@ -561,7 +561,7 @@ TEST(TenantQueue, PriorityPreemptsOnlyWithinTheTenant) {
 // withinClusterQueue: LowerPriority (which TenantQueueOptionsFor's kueue
 // claims: "lower-priority preemption within a queue"), and tidal's
 // "higher priority within a tenant", would preempt lo: lost (100 + 60) * 8
-// = 1280, hi starts on n0. Actual: nothing happens; hi waits until lo ends.
+// = 1280, hi starts on n0. (Before the fix: nothing happened; hi waited until lo ended.)
 // Where: TenantQueue::Schedule, the `if (!AdmitsNow(e))` branch tries
 // TryPreempt only with ReclaimRight(e) (hi does not fit A's own floor:
 // 8 + 8 > 8) and otherwise skips the job; the priority path (TryPreempt's
@@ -589,7 +589,7 @@ TEST(TenantQueue, PriorityPreemptionWhenTheTenantsQuotaIsFull) {
 // violation until the next pass. org -> A (8), B (8) on 2 x 8 GPUs; at 0
 // A's a1 (8), A's a2 (8), then B's b1 (8) arrive together. The fair-share
 // order puts within-floor jobs first, so b1 (within B's floor) should start
-// with a1, and a2 (borrowing) wait: started {a1, b1}. Actual: {a1, a2};
+// with a1, and a2 (borrowing) wait: started {a1, b1}. (Before the fix: {a1, a2};
 // b1 waits with B at 0 of its floor and nothing free, and at the next pass
 // (here 100) reclaims a2, losing (100 + 60) * 8 = 1280 GPU-seconds.
 // Where: TenantQueue::KeyOf computes the within-floor class from the usage
@@ -614,7 +614,7 @@ TEST(TenantQueue, WithinFloorJobsOfOtherTenantsGoBeforeBorrowersInAPass) {
 // checks the request against PotentialAvailable(G) = 16 (floor + what G may
 // borrow), but a guaranteed job runs only within G's floor of 8, so it can
 // never be admitted. Expected: reported unresolvable (at Push, 'quota: ...',
-// or by a pass). Actual: queued; even on the empty cluster every pass skips
+// or by a pass). (Before the fix: queued; even on the empty cluster every pass skipped
 // it (AdmitsNow: FitsOwnQuota false; no reclaim right) and it never leaves
 // the queue — a replay ends with "jobs waiting ... this is a bug".
 // Where: TenantQueue::Push's quota check (uses PotentialAvailable for every
@@ -643,7 +643,7 @@ TEST(TenantQueue, GuaranteedJobAboveTheFloorIsUnresolvable) {
 //      its own floor (4 + 8 > 8). X has used less (fair share): x first.
 //      x has no victim (no lower priority job of X) -> no_victims gets the
 //      shape. y could take ylo (Y's, lower priority): lost (600 + 60) * 4 =
-//      2640, y on n0. Expected: that. Actual: y is skipped (same shape), in
+//      2640, y on n0. (Before the fix: y was skipped (same shape), in
 //      this pass and every later one while x stays ahead of it.
 // Where: TenantQueue::Schedule, `no_victims` (std::set<JobShape>) checked
 // before both TryPreempt calls; TryPreempt's candidates depend on
@@ -700,7 +700,7 @@ constexpr int kTwoLeaves = -1;
 //      (8 free). Leaf scope: leaf1 frees at most bx (8; g1 is G's, same
 //      priority) -> 8 < 16; leaf2 has b2 (8) and no victim -> 8 < 16.
 // Expected: bx is reclaimed (lost (99 + 60) * 8 = 1272) and g3 starts on
-// a2 + b2 (first-fit gathers across leaves). Actual: no plan; g3 waits
+// a2 + b2 (first-fit gathers across leaves). (Before the fix: no plan; g3 waited
 // until bx ends, G at 16 of its 32 with B holding 8 of them.
 // Where: PlanPreemption (preemption.cc) considers only domains at
 // ScopeFor's level (here leaves) and never a larger one (the spine) when
@@ -740,7 +740,7 @@ TEST(TenantQueue, GangReclaimCanSpanLeaves) {
 // G then uses 8 of 24 with S (8) waiting, 12 GPUs free: free + usage = 20 <
 // 24 — a guarantee violation (sim/tenant_metrics.h) until 1000, though S
 // could reclaim bA (B borrowing; lost (20 + 60) * 8 = 640) on a1.
-// Expected: no violation after the pass at 20. Actual: S and H wait.
+// Expected: no violation after the pass at 20. (Before the fix: S and H waited.)
 // Where: TenantQueue::Schedule, the backfill branch (`if (now + run >
 // reservation.time_s() && !reservation.Take(...)) { Release; continue; }`)
 // never tries TryPreempt for a job with a reclaim right.
