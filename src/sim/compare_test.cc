@@ -143,6 +143,15 @@ TEST(CompareConfig, EveryErrorSaysWhere) {
       {"no version", "jobs: j.csv\n" + p, "c.yaml:1: a compare config starts with 'version: 1'"},
       {"version 2", "version: 2\njobs: j.csv\n" + p, "c.yaml:1: a compare config starts with 'version: 1'"},
       {"not yaml", v + "placers: [topo\n", "c.yaml:"},
+      {"placers and policies", v + p + "policies:\n  - {name: a, queue: tidal, placer: topo}\n", "c.yaml: give placers or policies, not both"},
+      {"policy without placer", v + "policies:\n  - {name: a, queue: tidal}\n", "c.yaml:4: each policy needs name, queue and placer"},
+      {"policy with unknown queue", v + "policies:\n  - {name: a, queue: lifo, placer: topo}\n", "c.yaml:4: unknown queue policy 'lifo'"},
+      {"policy with unknown placer", v + "policies:\n  - {name: a, queue: tidal, placer: best-fit}\n", "c.yaml:4: unknown placer 'best-fit'"},
+      {"two policies one name", v + "policies:\n  - {name: a, queue: tidal, placer: topo}\n  - {name: a, queue: kueue, placer: topo}\n",
+       "c.yaml:5: policy name 'a' is used twice"},
+      {"empty policies", v + "policies: []\n", "c.yaml: 'policies:' lists {name, queue, placer} maps"},
+      {"zero checkpoint interval", v + p + "checkpoint_interval: 0\n", "c.yaml: checkpoint_interval must be > 0"},
+      {"empty estimates", v + p + "estimates: []\n", "c.yaml:4: 'estimates:' is empty"},
   };
   for (const Bad& b : cases) {
     SCOPED_TRACE(b.name);
@@ -216,6 +225,53 @@ limit: 300
   bad = *c;
   bad.jobs = "/nonexistent.csv";
   EXPECT_FALSE(RunCompare(bad, 2));
+}
+
+// The tenant comparison: policies with their own queue and placer, tenants
+// and estimates; a row per policy x estimate x load x seed, labelled
+// policy@estimate for non-exact estimates; the tenant targets.
+TEST(RunCompare, TenantPoliciesOnPhilly) {
+  if (!fs::exists(kPhilly) || !fs::exists(kMachines)) GTEST_SKIP() << "no Philly trace under " << TIDAL_SHARED_DIR;
+  TempDir d;
+  const std::string cfg = d.Write("t.yaml", fmt::format(R"(version: 1
+name: tenants
+jobs: {}
+nodes: {}
+format: philly
+tenants: proportional
+policies:
+  - {{name: static-partitions, queue: static-partitions, placer: bestfit}}
+  - {{name: kueue, queue: kueue, placer: bestfit}}
+  - {{name: tidal, queue: tidal, placer: bestfit}}
+estimates: [exact, f-model:10]
+loads: [0.9]
+limit: 400
+)",
+                                                        kPhilly, kMachines));
+  auto c = ReadCompareConfig(cfg);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->tenants, "proportional");
+  ASSERT_EQ(c->policies.size(), 3u);
+  auto rows = RunCompare(*c, 1);
+  ASSERT_TRUE(rows) << rows.error().message;
+  ASSERT_EQ(rows->size(), 6u);
+  EXPECT_EQ((*rows)[0].policy, "static-partitions");
+  EXPECT_EQ((*rows)[1].policy, "static-partitions@f-model:10");
+  EXPECT_EQ((*rows)[5].policy, "tidal@f-model:10");
+  for (const auto& r : *rows) {
+    EXPECT_EQ(r.result.tenants, "proportional");
+    EXPECT_EQ(r.result.jobs_total, 400);
+    EXPECT_EQ(r.result.estimate, r.estimate);
+    EXPECT_FALSE(r.result.per_tenant.empty());
+  }
+  // Static partitions never borrow: no preemption, no guarantee violation.
+  EXPECT_EQ((*rows)[0].result.preemptions, 0);
+  EXPECT_EQ((*rows)[0].result.guarantee_violations, 0);
+  const nlohmann::json j = CompareJson(*c, *rows);
+  ASSERT_EQ(j["targets"].size(), 1u);
+  EXPECT_TRUE(j["targets"][0].contains("wait_at_most_tenth_static"));
+  EXPECT_EQ(j["targets"][0]["tidal_wait_mean"], (*rows)[4].result.wait_s.mean);
+  EXPECT_NE(CompareTable(*rows).find("wait_mean"), std::string::npos);
 }
 
 CompareRow Row(const std::string& policy, double load, uint64_t seed, double comm, double jct, double delay) {
