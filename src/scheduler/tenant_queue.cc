@@ -498,6 +498,16 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     auto it = no_victims_from.find(victims_key(x));
     return it != no_victims_from.end() && x.request.num_gpu() >= it->second;
   };
+  // Searches not owed to a guarantee (priority, LAS on borrowed quota, a
+  // reclaim while the floor is in fact free) are capped per pass: each one
+  // may start a chain (its victims search in turn), and a pass must stay
+  // short. Searches for a floor that others hold are never capped.
+  int32_t optional_searches = 0;
+  auto may_search = [&](const Entry& x) {
+    if (searched_in_vain(x)) return false;
+    if (ReclaimRight(x) && OthersHoldFloor(x)) return true;
+    return optional_searches++ < options_.max_optional_searches;
+  };
   auto no_victims_for = [&](const Entry& x) {
     auto [it, added] = no_victims_from.try_emplace(victims_key(x), x.request.num_gpu());
     if (!added) it->second = std::min(it->second, x.request.num_gpu());
@@ -528,7 +538,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     if (!AdmitsNow(e)) {
       // Quota: skipped, unless it reclaims its own floor from borrowers or
       // (priority) takes it from its own tenant's lower-priority jobs.
-      if ((ReclaimRight(e) || options_.priority_preemption) && !searched_in_vain(e)) {
+      if ((ReclaimRight(e) || options_.priority_preemption) && may_search(e)) {
         const size_t before = pass.preempted.size();
         TIDAL_ASSIGN_OR_RETURN(bool ok, TryPreempt(e, now, pass));
         if (ok) {
@@ -584,7 +594,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     }
     if (code != ErrorCode::kUnschedulable && code != ErrorCode::kDeferred) return std::unexpected(bound.error());
     if (code == ErrorCode::kUnschedulable) unfit[e.shape_id] = 1;
-    if (!searched_in_vain(e)) {
+    if (may_search(e)) {
       const size_t before = pass.preempted.size();
       TIDAL_ASSIGN_OR_RETURN(bool ok, TryPreempt(e, now, pass));
       if (ok) {

@@ -90,6 +90,9 @@ struct TenantQueueOptions {
   int64_t checkpoint_interval_s = 1800;
   int64_t restart_penalty_s = 60;
   int64_t min_run_s = 0;  // a job runs this long before it may be preempted; < 0: never
+  // Preemption searches per pass that no guarantee asks for (priority,
+  // LAS on borrowed quota); searches for a floor others hold are uncapped.
+  int32_t max_optional_searches = 4;
 };
 
 // One tenant's state after a pass (leaves only).
