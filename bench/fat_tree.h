@@ -5,7 +5,10 @@
 // on this tree sees the same mix.
 #pragma once
 
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +24,28 @@
 #include "topology/topology.h"
 
 namespace tidal::bench {
+
+using Clock = std::chrono::steady_clock;
+
+inline double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+inline double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+// CPU time of this thread in µs. On a shared machine wall-clock tails are
+// mostly other processes' time slices; CPU time shows what the code costs.
+inline double ThreadCpuUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+inline double LoadAverage1m() {
+  double l = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &l) != 1) l = -1;
+    std::fclose(f);
+  }
+  return l;
+}
 
 // "a,b,,c" -> {"a", "b", "c"}: the benchmarks' list flags.
 inline std::vector<std::string> SplitCommas(const std::string& s) {

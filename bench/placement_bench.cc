@@ -70,6 +70,12 @@
 
 namespace {
 
+using tidal::bench::Clock;
+using tidal::bench::LoadAverage1m;
+using tidal::bench::Micros;
+using tidal::bench::Seconds;
+using tidal::bench::ThreadCpuUs;
+
 // --callgrind: instrument only the measured loops, for
 //   valgrind --tool=callgrind --instr-atstart=no build/bench/placement_bench --json --callgrind ...
 bool g_callgrind = false;
@@ -80,7 +86,6 @@ void ProfileOff() {
   if (g_callgrind) CALLGRIND_STOP_INSTRUMENTATION;
 }
 
-using Clock = std::chrono::steady_clock;
 using tidal::ClusterState;
 using tidal::Job;
 using tidal::NodeId;
@@ -104,25 +109,7 @@ const std::vector<std::string> kPlacers = {"topo", "first-fit", "slurm-tree", "k
   std::exit(1);
 }
 
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-// CPU time of this thread in µs. On a shared machine wall-clock tails are
-// mostly other processes' time slices; CPU time shows what the placer costs.
-double ThreadCpuUs() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
-}
-
-double LoadAverage1m() {
-  double l = -1;
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &l) != 1) l = -1;
-    std::fclose(f);
-  }
-  return l;
-}
 
 Job MakeJob(tidal::JobId id, int32_t gpus, bool single_node) {
   Job j;

@@ -104,7 +104,12 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using tidal::bench::Clock;
+using tidal::bench::LoadAverage1m;
+using tidal::bench::Micros;
+using tidal::bench::Seconds;
+using tidal::bench::ThreadCpuUs;
+
 using tidal::ClusterState;
 using tidal::Job;
 using tidal::JobId;
@@ -127,23 +132,7 @@ constexpr double kTargetPreemptionMs = 100;
   std::exit(1);
 }
 
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-double ThreadCpuUs() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
-}
-
-double LoadAverage1m() {
-  double l = -1;
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &l) != 1) l = -1;
-    std::fclose(f);
-  }
-  return l;
-}
 
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
