@@ -435,7 +435,9 @@ Status WriteCompareOutputs(const CompareConfig& config, const std::vector<Compar
   std::string html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>tidal sim compare: " + HtmlEscape(config.name) +
                      "</title><style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
                      "td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}svg{margin:1em 0}</style></head><body>";
-  html += "<h1>Placement comparison: " + HtmlEscape(config.name) + "</h1><p>Config <code>" + HtmlEscape(config.source) +
+  const bool tenant_compare = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.policy == "tidal"; });
+  html += std::string("<h1>") + (tenant_compare ? "Tenant" : "Placement") + " comparison: " + HtmlEscape(config.name) +
+          "</h1><p>Config <code>" + HtmlEscape(config.source) +
           "</code>; every run is <code>tidal sim queue</code> with the same trace and topology.</p>";
   const bool by_load = !config.loads.empty();
   for (const Metric& m : metrics) {
