@@ -1,0 +1,95 @@
+// The store: tidal's one persistence layer, behind one small interface with two
+// real backends — SQLite (default, embedded, WAL) and PostgreSQL (libpqxx).
+// Every module that persists state (the market's ledger now; jobs, tenants and
+// tokens for the daemon later) writes SQL through a Tx inside Store::Write, so
+// one transaction covers everything one logical operation changes.
+//
+// SQL is written once, with '?' placeholders and portable types (BIGINT, TEXT);
+// the PostgreSQL backend rewrites '?' to $1, $2, ... . The schema is owned here
+// (schema.cc): numbered migrations applied in order on open, recorded in the
+// table tidal_meta.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/result.h"
+
+namespace tidal::store {
+
+// A column value: SQL NULL, an integer (BIGINT) or text.
+using Value = std::variant<std::monostate, std::int64_t, std::string>;
+using Row = std::vector<Value>;
+
+struct Rows {
+  std::vector<std::string> columns;
+  std::vector<Row> rows;
+};
+
+// Typed access to a Row cell; an error names the column when the type differs.
+Result<std::int64_t> AsInt(const Row& row, std::size_t column);
+Result<std::string> AsText(const Row& row, std::size_t column);
+bool IsNull(const Row& row, std::size_t column);
+
+// One open transaction. Statements run in order; an error leaves the
+// transaction to be rolled back by the Store.
+class Tx {
+ public:
+  virtual ~Tx() = default;
+  // Runs one statement; returns the number of rows it changed.
+  virtual Result<std::int64_t> Exec(std::string_view sql, std::span<const Value> params = {}) = 0;
+  virtual Result<Rows> Query(std::string_view sql, std::span<const Value> params = {}) = 0;
+};
+
+struct OpenOptions {
+  // Durable: a committed Write survives power loss (SQLite synchronous=FULL in
+  // WAL mode; PostgreSQL synchronous_commit=on). Relaxed trades that for speed
+  // (simulations that keep a ledger they will not reopen).
+  bool durable = true;
+  // Create the store (file / schema) when it does not exist yet. When false, a
+  // missing store is an error.
+  bool create = true;
+  // Busy timeout / serialization-failure retries for Write.
+  int max_retries = 20;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual std::string_view backend() const = 0;  // "sqlite" or "postgresql"
+  // The URL with any password replaced by "***", for messages.
+  virtual std::string display_url() const = 0;
+  virtual int schema_version() const = 0;
+
+  // Runs fn inside one write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL:
+  // ISOLATION LEVEL SERIALIZABLE) and commits when fn returns Ok; rolls back and
+  // returns fn's error otherwise. A serialization failure or a busy database
+  // rolls back and runs fn again from the start, up to max_retries times, so fn
+  // must keep its effects inside the transaction (or be safe to repeat).
+  virtual Status Write(const std::function<Status(Tx&)>& fn) = 0;
+  // Runs fn in a read-only transaction that sees one consistent snapshot.
+  virtual Status Read(const std::function<Status(Tx&)>& fn) = 0;
+};
+
+// Opens "sqlite:PATH" (PATH may be ":memory:"), "sqlite://PATH", or
+// "postgresql://..." / "postgres://..." (libpq URI), and migrates the schema to
+// the latest version. Clear errors for: a malformed or unknown URL, a file that
+// is not a tidal store (not SQLite, or SQLite without tidal_meta but with other
+// tables), a store whose schema is newer than this binary knows, a server that
+// cannot be reached.
+Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenOptions& options = {});
+
+// Default store URL: sqlite:$XDG_DATA_HOME/tidal/tidal.db (or
+// ~/.local/share/tidal/tidal.db); the folder is created on demand by OpenStore.
+std::string DefaultStoreUrl();
+
+// The latest schema version this binary knows.
+int LatestSchemaVersion();
+
+}  // namespace tidal::store
