@@ -11,6 +11,7 @@ int ExitCode() { return g_exit_code; }
 void RegisterCommands(CLI::App& app) {
   RegisterSimCommands(app);
   RegisterTopoCommands(app);
+  RegisterMarketCommands(app);
 #ifdef TIDAL_HAVE_PLANNER
   RegisterPlanCommand(app);
   RegisterMfuCommand(app);

@@ -17,6 +17,7 @@ void RegisterSimCompareCommand(CLI::App& sim);
 void RegisterPlanCommand(CLI::App& app);
 void RegisterMfuCommand(CLI::App& app);
 void RegisterTopoCommands(CLI::App& app);
+void RegisterMarketCommands(CLI::App& app);
 
 void SetExitCode(int code);
 int ExitCode();

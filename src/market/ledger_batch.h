@@ -1,0 +1,52 @@
+// One batch of transfers applied inside one store transaction: the ledger's
+// rules (validation, idempotency, holds, budgets, linked chains) over a working
+// copy of the accounts and holds it touches, written back at the end.
+// Internal to the ledger.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "market/ledger.h"
+#include "store/store.h"
+
+namespace tidal::market {
+
+class Batch {
+ public:
+  explicit Batch(store::Tx& tx) : tx_(tx) {}
+
+  // Applies `transfers` in order; linked chains succeed or fail together.
+  // `expiry` marks the ledger's own hold-expiry voids (code "expiry").
+  Result<std::vector<TransferOutcome>> Apply(std::span<const Transfer> transfers, bool expiry = false);
+  // Writes every new record and every changed account and hold.
+  Status Flush();
+
+ private:
+  struct State {
+    std::map<std::string, std::optional<Account>, std::less<>> accounts;
+    std::map<std::string, std::optional<Hold>, std::less<>> holds;
+    std::map<std::string, TransferRecord, std::less<>> created;  // this batch's records
+    std::map<std::string, Micros, std::less<>> reversed;         // reversed amount by id
+    std::int64_t next_seq = 0;
+  };
+
+  // Outcome of one transfer; applies its effect to state_ when ok.
+  Result<TransferOutcome> One(const Transfer& t, bool expiry);
+  // The stored or created record with this id, if any.
+  Result<const TransferRecord*> Existing(std::string_view id);
+  Result<Account*> AccountRef(std::string_view name);
+  Result<Hold*> HoldRef(std::string_view id);
+  Result<Micros> Reversed(std::string_view id);
+  void Record(const Transfer& t, TransferResult r, TransferOutcome& out);
+
+  store::Tx& tx_;
+  State state_;
+  bool seq_loaded_ = false;
+  bool last_was_prior_ = false;  // One() answered from an earlier record
+};
+
+}  // namespace tidal::market

@@ -1,0 +1,37 @@
+// How the ledger's records map to store rows (tables ledger_accounts,
+// ledger_transfers, ledger_holds; schema in src/store/schema.cc). Internal to
+// the ledger.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "market/ledger.h"
+#include "store/store.h"
+
+namespace tidal::market::rows {
+
+Result<std::optional<Account>> LoadAccount(store::Tx& tx, std::string_view name);
+Result<std::vector<Account>> LoadAccounts(store::Tx& tx);
+Status InsertAccount(store::Tx& tx, const Account& a);
+Status UpdateAccountBalances(store::Tx& tx, const Account& a);
+
+Result<std::optional<TransferRecord>> LoadTransfer(store::Tx& tx, std::string_view id);
+// Accepted and rejected, in ledger order.
+Result<std::vector<TransferRecord>> LoadTransfers(store::Tx& tx);
+Result<std::vector<TransferRecord>> LoadAccountTransfers(store::Tx& tx, std::string_view account);
+Status InsertTransfer(store::Tx& tx, const TransferRecord& r);
+Result<std::int64_t> MaxSeq(store::Tx& tx);
+// Sum of accepted reversals of `id`.
+Result<Micros> ReversedAmount(store::Tx& tx, std::string_view id);
+
+Result<std::optional<Hold>> LoadHold(store::Tx& tx, std::string_view id);
+Result<std::vector<Hold>> LoadHolds(store::Tx& tx, bool open_only);
+Result<std::vector<std::string>> ExpiredHoldIds(store::Tx& tx, std::int64_t now_us);
+Status UpsertHold(store::Tx& tx, const Hold& h);
+
+std::optional<HoldState> ParseHoldState(std::string_view s);
+std::optional<AccountKind> ParseAccountKind(std::string_view s);
+
+}  // namespace tidal::market::rows

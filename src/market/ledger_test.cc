@@ -1,0 +1,485 @@
+// The ledger's rules, as tables worked out by hand, on every store backend
+// (SQLite always; PostgreSQL when TIDAL_TEST_POSTGRES_URL names a server).
+#include "market/ledger.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "store/store_testing.h"
+
+namespace tidal::market {
+namespace {
+
+using ::testing::HasSubstr;
+namespace tf = transfer_flags;
+
+constexpr Micros kC = 1'000'000;  // one credit
+
+Transfer Plain(std::string id, std::string debit, std::string credit, Micros amount,
+               std::string code = "charge") {
+  return Transfer{.id = std::move(id), .debit = std::move(debit), .credit = std::move(credit),
+                  .amount = amount, .code = std::move(code), .reference = "job-1"};
+}
+Transfer Grant(std::string id, std::string to, Micros amount) {
+  return Plain(std::move(id), std::string(kTreasury), std::move(to), amount, std::string(kCodeGrant));
+}
+Transfer Pending(std::string id, std::string debit, Micros amount, std::int64_t timeout_s = 0,
+                 std::int64_t at_us = 0) {
+  Transfer t = Plain(std::move(id), std::move(debit), std::string(kRevenue), amount, "hold");
+  t.flags = tf::kPending;
+  t.timeout_s = timeout_s;
+  t.at_us = at_us;
+  return t;
+}
+Transfer Post(std::string id, std::string hold, Micros amount, std::int64_t at_us = 0) {
+  return Transfer{.id = std::move(id), .amount = amount, .flags = tf::kPostPending,
+                  .pending_id = std::move(hold), .code = "charge", .at_us = at_us};
+}
+Transfer Void(std::string id, std::string hold, Micros amount = 0) {
+  return Transfer{.id = std::move(id), .amount = amount, .flags = tf::kVoidPending,
+                  .pending_id = std::move(hold), .code = "release"};
+}
+
+class LedgerTest : public ::testing::TestWithParam<store::testing::Backend> {
+ protected:
+  void SetUp() override {
+    auto db = store::testing::FreshStore(GetParam());
+    if (!db) GTEST_SKIP() << db.error().message;
+    db_ = std::move(*db);
+    auto l = Ledger::Open(db_->store());
+    ASSERT_TRUE(l) << l.error().ToString();
+    ledger_.emplace(std::move(*l));
+    for (const char* name : {"ads", "search", "vision"})
+      ASSERT_TRUE(ledger_->CreateAccount({.name = name})) << name;
+    ASSERT_EQ(Do(Grant("g-ads", "ads", 100 * kC)), "ok");
+  }
+
+  std::string Do(const Transfer& t) {
+    auto r = ledger_->CreateTransfer(t);
+    if (!r) return "error: " + r.error().ToString();
+    return r->name();
+  }
+  std::vector<std::string> DoAll(const std::vector<Transfer>& ts) {
+    auto r = ledger_->CreateTransfers(ts);
+    if (!r) return {"error: " + r.error().ToString()};
+    std::vector<std::string> names;
+    for (const auto& o : *r) names.push_back(o.name());
+    return names;
+  }
+  Account Acct(const std::string& name) {
+    auto a = ledger_->GetAccount(name);
+    EXPECT_TRUE(a && *a) << name;
+    return a && *a ? **a : Account{};
+  }
+  Micros Balance(const std::string& name) { return Acct(name).balance(); }
+  void ExpectChecked() {
+    auto c = ledger_->Check();
+    ASSERT_TRUE(c) << c.error().ToString();
+    EXPECT_TRUE(c->ok()) << ::testing::PrintToString(c->violations);
+  }
+
+  std::unique_ptr<store::testing::TestStore> db_;
+  std::optional<Ledger> ledger_;
+};
+
+// One transfer against the book {ads: 100 credits, search: 0, vision: 0}:
+// its result, and the balances of ads and search after it.
+struct Row {
+  const char* name;
+  Transfer t;
+  const char* result;
+  Micros ads;
+  Micros search;
+};
+
+TEST_P(LedgerTest, SingleTransferTable) {
+  std::string long_id(257, 'x');
+  const std::vector<Row> rows = {
+      {"plain", Plain("t", "ads", "search", 30 * kC), "ok", 70 * kC, 30 * kC},
+      {"exactly the balance", Plain("t", "ads", "search", 100 * kC), "ok", 0, 100 * kC},
+      {"one micro-credit past the budget", Plain("t", "ads", "search", 100 * kC + 1), "exceeds_credits", 100 * kC, 0},
+      {"from an empty account", Plain("t", "search", "ads", 1), "exceeds_credits", 100 * kC, 0},
+      {"to itself", Plain("t", "ads", "ads", 1), "accounts_must_be_different", 100 * kC, 0},
+      {"zero", Plain("t", "ads", "search", 0), "amount_must_be_positive", 100 * kC, 0},
+      {"negative", Plain("t", "ads", "search", -5), "amount_must_be_positive", 100 * kC, 0},
+      {"unknown debit", Plain("t", "nobody", "search", 1), "debit_account_not_found", 100 * kC, 0},
+      {"unknown credit", Plain("t", "ads", "nobody", 1), "credit_account_not_found", 100 * kC, 0},
+      {"no code", Plain("t", "ads", "search", 1, ""), "code_must_not_be_empty", 100 * kC, 0},
+      {"the ledger's own code", Plain("t", "ads", "search", 1, "expiry"), "code_reserved", 100 * kC, 0},
+      {"no id", Plain("", "ads", "search", 1), "id_must_not_be_empty", 100 * kC, 0},
+      {"id too long", Plain(long_id, "ads", "search", 1), "id_too_long", 100 * kC, 0},
+      {"grant from a tenant", Plain("t", "ads", "search", 1, "grant"), "grant_must_debit_treasury", 100 * kC, 0},
+      {"treasury paying a charge", Plain("t", std::string(kTreasury), "search", 1), "treasury_only_for_grants",
+       100 * kC, 0},
+      {"grant", Grant("t", "search", 5 * kC), "ok", 100 * kC, 5 * kC},
+      {"timeout on a plain transfer", [] { auto t = Plain("t", "ads", "search", 1); t.timeout_s = 5; return t; }(),
+       "timeout_reserved_for_pending_transfer", 100 * kC, 0},
+      {"unknown flag", [] { auto t = Plain("t", "ads", "search", 1); t.flags = 1u << 9; return t; }(),
+       "reserved_flag", 100 * kC, 0},
+      {"pending and post", [] { auto t = Plain("t", "ads", "search", 1); t.flags = tf::kPending | tf::kPostPending; return t; }(),
+       "flags_are_mutually_exclusive", 100 * kC, 0},
+      {"pending id on a plain transfer", [] { auto t = Plain("t", "ads", "search", 1); t.pending_id = "h"; return t; }(),
+       "pending_id_must_be_empty", 100 * kC, 0},
+      {"post of nothing", Post("t", "", 1), "pending_id_must_not_be_empty", 100 * kC, 0},
+      {"post of an unknown hold", Post("t", "nohold", 1), "pending_transfer_not_found", 100 * kC, 0},
+      {"post of itself", Post("t", "t", 1), "pending_id_must_be_different", 100 * kC, 0},
+      {"reversal of nothing", Plain("t", "search", "ads", 1, "reversal"), "reversed_transfer_not_found", 100 * kC, 0},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    SetUp();  // a fresh book per row
+    if (IsSkipped()) return;
+    EXPECT_EQ(Do(row.t), row.result);
+    EXPECT_EQ(Balance("ads"), row.ads);
+    EXPECT_EQ(Balance("search"), row.search);
+    ExpectChecked();
+  }
+}
+
+TEST_P(LedgerTest, OverflowIsRejectedNotWrapped) {
+  ASSERT_EQ(Do(Grant("big", "search", INT64_MAX)), "ok");
+  EXPECT_EQ(Do(Grant("more", "search", 1)), "overflows_credits");
+  EXPECT_EQ(Balance("search"), INT64_MAX);
+  EXPECT_EQ(Do(Plain("spend", "search", "vision", INT64_MAX)), "ok");
+  EXPECT_EQ(Balance("vision"), INT64_MAX);
+  EXPECT_EQ(Do(Grant("v2", "vision", 1)), "overflows_credits");
+}
+
+TEST_P(LedgerTest, HoldPostedInPartsThenClosed) {
+  ASSERT_EQ(Do(Pending("h1", "ads", 60 * kC)), "ok");
+  EXPECT_EQ(Acct("ads").available(), 40 * kC);
+  EXPECT_EQ(Balance("ads"), 100 * kC);  // a hold moves nothing yet
+  EXPECT_EQ(Do(Pending("h2", "ads", 41 * kC)), "exceeds_credits");  // 60 held + 41 > 100
+  EXPECT_EQ(Do(Post("p1", "h1", 20 * kC)), "ok");
+  EXPECT_EQ(Balance("ads"), 80 * kC);
+  EXPECT_EQ(Acct("ads").debits_pending, 40 * kC);
+  EXPECT_EQ(Balance(std::string(kRevenue)), 20 * kC);
+  EXPECT_EQ(Do(Post("p2", "h1", 40 * kC + 1)), "exceeds_pending_transfer_amount");
+  EXPECT_EQ(Do(Post("p3", "h1", 0)), "amount_must_be_positive");
+  EXPECT_EQ(Do(Post("p4", "h1", 40 * kC)), "ok");
+  auto h = ledger_->GetHold("h1");
+  ASSERT_TRUE(h && *h);
+  EXPECT_EQ((*h)->state, HoldState::kPosted);
+  EXPECT_EQ((*h)->remaining, 0);
+  EXPECT_EQ(Do(Post("p5", "h1", 1)), "pending_transfer_already_posted");
+  EXPECT_EQ(Do(Void("v1", "h1")), "pending_transfer_already_posted");
+  EXPECT_EQ(Balance("ads"), 40 * kC);
+  EXPECT_EQ(Acct("ads").debits_pending, 0);
+  ExpectChecked();
+}
+
+TEST_P(LedgerTest, VoidReleasesWhatRemains) {
+  ASSERT_EQ(Do(Pending("h", "ads", 50 * kC)), "ok");
+  ASSERT_EQ(Do(Post("p", "h", 10 * kC)), "ok");
+  EXPECT_EQ(Do(Void("v-bad", "h", 39 * kC)), "amount_must_be_zero_or_remaining");
+  EXPECT_EQ(Do(Void("v", "h", 40 * kC)), "ok");
+  EXPECT_EQ(Acct("ads").available(), 90 * kC);
+  EXPECT_EQ(Do(Void("v", "h")), "exists");  // a retry that left the amount out
+  EXPECT_EQ(Do(Post("p-late", "h", 1)), "pending_transfer_already_voided");
+  auto t = ledger_->GetTransfer("v");
+  ASSERT_TRUE(t && *t);
+  EXPECT_EQ((*t)->transfer.amount, 40 * kC);  // recorded: what it released
+  EXPECT_EQ((*t)->transfer.debit, "ads");
+  ExpectChecked();
+}
+
+TEST_P(LedgerTest, PostOrVoidMustNameTheHoldsAccounts) {
+  ASSERT_EQ(Do(Pending("h", "ads", 5 * kC)), "ok");
+  Transfer p = Post("p", "h", 1);
+  p.debit = "search";
+  EXPECT_EQ(Do(p), "pending_transfer_has_different_debit");
+  p = Post("p2", "h", 1);
+  p.credit = "search";
+  EXPECT_EQ(Do(p), "pending_transfer_has_different_credit");
+  p = Post("p3", "h", 1);
+  p.debit = "ads";
+  p.credit = std::string(kRevenue);
+  EXPECT_EQ(Do(p), "ok");
+}
+
+TEST_P(LedgerTest, HoldsExpire) {
+  constexpr std::int64_t t0 = 1'000'000'000;  // µs
+  ASSERT_EQ(Do(Pending("h", "ads", 30 * kC, /*timeout_s=*/60, t0)), "ok");
+  ASSERT_EQ(Do(Pending("h-forever", "ads", 10 * kC)), "ok");
+  EXPECT_EQ(Do(Post("p-in-time", "h", kC, t0 + 59'999'999)), "ok");
+  EXPECT_EQ(Do(Post("p-late", "h", kC, t0 + 60'000'000)), "pending_transfer_expired");
+  auto n = ledger_->ExpireHolds(t0 + 59'999'999);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, 0);
+  n = ledger_->ExpireHolds(t0 + 60'000'000);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, 1);
+  auto h = ledger_->GetHold("h");
+  ASSERT_TRUE(h && *h);
+  EXPECT_EQ((*h)->state, HoldState::kExpired);
+  EXPECT_EQ(Acct("ads").debits_pending, 10 * kC);  // only the hold without timeout
+  EXPECT_EQ(Balance("ads"), 99 * kC);
+  n = ledger_->ExpireHolds(t0 + 999'000'000);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, 0);  // once only
+  EXPECT_EQ(Do(Void("v", "h")), "pending_transfer_expired");
+  ExpectChecked();
+}
+
+TEST_P(LedgerTest, RetriesAnswerAsTheFirstTime) {
+  Transfer t = Plain("t", "ads", "search", 30 * kC);
+  ASSERT_EQ(Do(t), "ok");
+  t.at_us = 123;  // a retry later: the time is not part of the request
+  EXPECT_EQ(Do(t), "exists");
+  EXPECT_EQ(Balance("search"), 30 * kC);  // not applied twice
+  const std::vector<std::pair<std::function<void(Transfer&)>, std::string>> changes = {
+      {[](Transfer& x) { x.amount += 1; }, "exists_with_different_amount"},
+      {[](Transfer& x) { x.debit = "vision"; }, "exists_with_different_debit"},
+      {[](Transfer& x) { x.credit = "vision"; }, "exists_with_different_credit"},
+      {[](Transfer& x) { x.code = "other"; }, "exists_with_different_code"},
+      {[](Transfer& x) { x.reference = "job-2"; }, "exists_with_different_reference"},
+      {[](Transfer& x) { x.reason = "why"; }, "exists_with_different_reason"},
+      {[](Transfer& x) { x.flags = tf::kPending; }, "exists_with_different_flags"},
+      {[](Transfer& x) { x.pending_id = "h"; }, "exists_with_different_pending_id"},
+      {[](Transfer& x) { x.timeout_s = 9; }, "exists_with_different_timeout"},
+  };
+  for (const auto& [change, want] : changes) {
+    Transfer u = t;
+    change(u);
+    EXPECT_EQ(Do(u), want);
+  }
+  // A rejection is recorded too: the same request is rejected the same way
+  // even after the budget has grown, and a new id is needed to try again.
+  Transfer big = Plain("big", "search", "vision", 50 * kC);
+  EXPECT_EQ(Do(big), "exceeds_credits");
+  ASSERT_EQ(Do(Grant("g-search", "search", 100 * kC)), "ok");
+  EXPECT_EQ(Do(big), "exceeds_credits");
+  big.id = "big-2";
+  EXPECT_EQ(Do(big), "ok");
+  ExpectChecked();
+}
+
+TEST_P(LedgerTest, DuplicateIdInOneBatch) {
+  EXPECT_THAT(DoAll({Plain("t", "ads", "search", kC), Plain("t", "ads", "search", kC)}),
+              ::testing::ElementsAre("ok", "exists"));
+  EXPECT_EQ(Balance("search"), kC);
+}
+
+TEST_P(LedgerTest, LinkedChainsSucceedOrFailTogether) {
+  auto linked = [](Transfer t) {
+    t.flags |= tf::kLinked;
+    return t;
+  };
+  // The third fails: the first two are undone and say so.
+  const std::vector<Transfer> chain = {linked(Plain("a", "ads", "search", 10 * kC)),
+                                       linked(Plain("b", "ads", "vision", 10 * kC)),
+                                       Plain("c", "search", "vision", 11 * kC)};
+  EXPECT_THAT(DoAll(chain), ::testing::ElementsAre("linked_event_failed", "linked_event_failed", "exceeds_credits"));
+  EXPECT_EQ(Balance("ads"), 100 * kC);
+  EXPECT_EQ(Balance("search"), 0);
+  EXPECT_THAT(DoAll(chain), ::testing::ElementsAre("linked_event_failed", "linked_event_failed", "exceeds_credits"));
+  // Transfers after a failed chain in the same batch still apply.
+  EXPECT_THAT(DoAll({linked(Plain("d", "ads", "search", kC)), Plain("e", "search", "nobody", kC),
+                     Plain("f", "ads", "vision", kC)}),
+              ::testing::ElementsAre("linked_event_failed", "credit_account_not_found", "ok"));
+  EXPECT_EQ(Balance("vision"), kC);
+  // A chain left open fails at its last event.
+  EXPECT_THAT(DoAll({linked(Plain("g", "ads", "search", kC)), linked(Plain("h", "ads", "search", kC))}),
+              ::testing::ElementsAre("linked_event_failed", "linked_event_chain_open"));
+  EXPECT_EQ(Balance("search"), 0);
+  // A hold and its first post in one chain; a retry of the committed chain.
+  const std::vector<Transfer> ok_chain = {linked(Pending("hold", "ads", 20 * kC)), Post("post", "hold", 5 * kC)};
+  EXPECT_THAT(DoAll(ok_chain), ::testing::ElementsAre("ok", "ok"));
+  EXPECT_THAT(DoAll(ok_chain), ::testing::ElementsAre("exists", "exists"));
+  EXPECT_EQ(Balance("ads"), 94 * kC);
+  EXPECT_EQ(Acct("ads").debits_pending, 15 * kC);
+  // A chain mixing a committed event with a new one is not a retry.
+  EXPECT_THAT(DoAll({linked(Plain("f", "ads", "vision", kC)), Plain("new", "ads", "vision", kC)}),
+              ::testing::ElementsAre("exists", "linked_event_failed"));
+  EXPECT_EQ(Balance("vision"), kC);
+  ExpectChecked();
+}
+
+TEST_P(LedgerTest, ReversalsCorrectWithoutErasing) {
+  ASSERT_EQ(Do(Plain("t", "ads", "search", 30 * kC)), "ok");
+  Transfer rev = Plain("r1", "search", "ads", 10 * kC, "reversal");
+  rev.reference = "t";
+  rev.reason = "overcharge";
+  EXPECT_EQ(Do(rev), "ok");
+  EXPECT_EQ(Balance("ads"), 80 * kC);
+  rev.id = "r2";
+  rev.amount = 20 * kC + 1;
+  EXPECT_EQ(Do(rev), "reversal_exceeds_original");
+  rev.amount = 20 * kC;
+  EXPECT_EQ(Do(rev), "ok");
+  rev.id = "r3";
+  rev.amount = 1;
+  EXPECT_EQ(Do(rev), "reversal_exceeds_original");
+  Transfer wrong = Plain("r4", "vision", "ads", 1, "reversal");
+  wrong.reference = "t";
+  EXPECT_EQ(Do(wrong), "reversal_must_swap_accounts");
+  // Reversing a grant takes credits out of circulation.
+  Transfer ungrant = Plain("ug", "ads", std::string(kTreasury), 50 * kC, "reversal");
+  ungrant.reference = "g-ads";
+  EXPECT_EQ(Do(ungrant), "ok");
+  auto c = ledger_->Check();
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->ok());
+  EXPECT_EQ(c->grants, 50 * kC);
+  EXPECT_EQ(c->tenant_balances, 50 * kC);
+  EXPECT_EQ(Balance("ads"), 50 * kC);
+  // Every entry is still there.
+  auto st = ledger_->Statement("ads");
+  ASSERT_TRUE(st);
+  ASSERT_EQ(st->size(), 5u);  // grant, t, r1, r2, ug
+  EXPECT_EQ(st->back().balance, 50 * kC);
+  EXPECT_EQ((*st)[1].delta, -30 * kC);
+  EXPECT_EQ((*st)[2].delta, 10 * kC);
+}
+
+TEST_P(LedgerTest, CheckFindsTampering) {
+  ASSERT_EQ(Do(Plain("t", "ads", "search", 30 * kC)), "ok");
+  ASSERT_EQ(Do(Pending("h", "ads", 5 * kC)), "ok");
+  ExpectChecked();
+  ASSERT_TRUE(db_->store().Write([](store::Tx& tx) -> Status {
+    TIDAL_RETURN_IF_ERROR(tx.Exec("UPDATE ledger_accounts SET credits_posted = credits_posted + 1 WHERE name = 'search'"));
+    return Ok();
+  }));
+  auto c = ledger_->Check();
+  ASSERT_TRUE(c);
+  ASSERT_FALSE(c->ok());
+  EXPECT_THAT(c->violations.front(), HasSubstr("account 'search'"));
+  ASSERT_TRUE(db_->store().Write([](store::Tx& tx) -> Status {
+    TIDAL_RETURN_IF_ERROR(tx.Exec("UPDATE ledger_accounts SET credits_posted = credits_posted - 1 WHERE name = 'search'"));
+    TIDAL_RETURN_IF_ERROR(tx.Exec("UPDATE ledger_holds SET remaining = 1 WHERE id = 'h'"));
+    return Ok();
+  }));
+  c = ledger_->Check();
+  ASSERT_TRUE(c);
+  ASSERT_EQ(c->violations.size(), 1u);
+  EXPECT_THAT(c->violations.front(), HasSubstr("hold 'h'"));
+  ASSERT_TRUE(db_->store().Write([](store::Tx& tx) -> Status {
+    TIDAL_RETURN_IF_ERROR(tx.Exec("UPDATE ledger_holds SET remaining = amount WHERE id = 'h'"));
+    TIDAL_RETURN_IF_ERROR(tx.Exec("DELETE FROM ledger_transfers WHERE id = 't'"));
+    return Ok();
+  }));
+  c = ledger_->Check();
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->ok());  // a lost entry: the balances no longer sum from entries
+}
+
+TEST_P(LedgerTest, AccountRules) {
+  EXPECT_TRUE(ledger_->CreateAccount({.name = "ads"}));  // exists, identical
+  auto r = ledger_->CreateAccount({.name = "ads", .flags = 0});
+  ASSERT_FALSE(r);
+  EXPECT_THAT(r.error().message, HasSubstr("exists already"));
+  for (const char* bad : {"", "has space", "tab\there", "@sneaky"}) {
+    auto e = ledger_->CreateAccount({.name = bad});
+    EXPECT_FALSE(e) << bad;
+  }
+  EXPECT_FALSE(ledger_->CreateAccount({.name = std::string(129, 'a')}));
+  EXPECT_FALSE(ledger_->CreateAccount({.name = "sys", .kind = AccountKind::kSystem}));
+  EXPECT_FALSE(ledger_->CreateAccount({.name = "odd", .flags = 1u << 7}));
+  auto all = ledger_->Accounts();
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->size(), 7u);  // 4 system + ads, search, vision
+}
+
+// Random operations over four accounts against a model written here; after
+// every batch the stored balances equal the model's and Check() holds.
+TEST_P(LedgerTest, RandomOperationsMatchAModel) {
+  rc::detail::TestParams params;
+  params.maxSuccess = GetParam() == store::testing::Backend::kSqlite ? 100 : 15;  // a database each
+  const auto result = rc::detail::checkTestable(
+      [&] {
+        SetUp();
+        RC_PRE(!IsSkipped());
+        const std::vector<std::string> names = {"ads", "search", "vision", std::string(kRevenue)};
+        std::map<std::string, Micros> posted = {{"ads", 100 * kC}, {"search", 0}, {"vision", 0}, {std::string(kRevenue), 0}};
+        std::map<std::string, Micros> pending = {{"ads", 0}, {"search", 0}, {"vision", 0}, {std::string(kRevenue), 0}};
+        struct H { std::string debit; Micros remaining; bool open; };
+        std::map<std::string, H> holds;
+        const int n = *rc::gen::inRange(1, 40);
+        int id = 0;
+        for (int i = 0; i < n; ++i) {
+          const int kind = *rc::gen::inRange(0, 4);
+          const std::string a = names[*rc::gen::inRange<std::size_t>(0, 3)];
+          const std::string b = names[*rc::gen::inRange<std::size_t>(0, 4)];
+          const Micros amount = *rc::gen::inRange<Micros>(-1, 60) * kC / 2;
+          const std::string tid = "op" + std::to_string(id++);
+          if (kind == 0 || holds.empty()) {
+            const bool ok = a != b && amount > 0 && posted[a] - pending[a] >= amount;
+            const std::string got = Do(Plain(tid, a, b, amount));
+            RC_ASSERT((got == "ok") == ok);
+            if (ok) { posted[a] -= amount; posted[b] += amount; }
+          } else if (kind == 1) {
+            const bool ok = amount > 0 && posted[a] - pending[a] >= amount;
+            const std::string got = Do(Pending(tid, a, amount));
+            RC_ASSERT((got == "ok") == ok);
+            if (ok) { pending[a] += amount; holds[tid] = H{a, amount, true}; }
+          } else {
+            auto it = holds.begin();
+            std::advance(it, *rc::gen::inRange<std::size_t>(0, holds.size()));
+            H& h = it->second;
+            if (kind == 2) {
+              const bool ok = h.open && amount > 0 && amount <= h.remaining;
+              RC_ASSERT((Do(Post(tid, it->first, amount)) == "ok") == ok);
+              if (ok) {
+                pending[h.debit] -= amount; posted[h.debit] -= amount; posted[std::string(kRevenue)] += amount;
+                h.remaining -= amount;
+                if (h.remaining == 0) h.open = false;
+              }
+            } else {
+              RC_ASSERT((Do(Void(tid, it->first)) == "ok") == h.open);
+              if (h.open) { pending[h.debit] -= h.remaining; h.remaining = 0; h.open = false; }
+            }
+          }
+        }
+        for (const auto& name : names) {
+          const Account acct = Acct(name);
+          RC_ASSERT(acct.balance() == posted[name]);
+          RC_ASSERT(acct.debits_pending == pending[name]);
+        }
+        auto c = ledger_->Check();
+        RC_ASSERT(c && c->ok());
+      },
+      params);
+  EXPECT_TRUE(result.template is<rc::detail::SuccessResult>()) << ::testing::PrintToString(result);
+}
+
+TEST_P(LedgerTest, SurvivesReopen) {
+  ASSERT_EQ(Do(Plain("t", "ads", "search", 30 * kC)), "ok");
+  ASSERT_EQ(Do(Pending("h", "ads", 5 * kC)), "ok");
+  auto reopened = db_->Reopen();
+  ASSERT_TRUE(reopened) << reopened.error().ToString();
+  auto l = Ledger::Open(db_->store());
+  ASSERT_TRUE(l);
+  ledger_.emplace(std::move(*l));
+  EXPECT_EQ(Balance("search"), 30 * kC);
+  EXPECT_EQ(Acct("ads").debits_pending, 5 * kC);
+  EXPECT_EQ(Do(Plain("t", "ads", "search", 30 * kC)), "exists");
+  ExpectChecked();
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LedgerTest, ::testing::ValuesIn(store::testing::AllBackends()),
+                         [](const auto& info) { return store::testing::BackendName(info.param); });
+
+TEST(TransferResultNames, RoundTrip) {
+  for (int r = 0; r <= static_cast<int>(TransferResult::kExceedsDebits); ++r) {
+    const auto result = static_cast<TransferResult>(r);
+    const std::string name = TransferResultName(result);
+    EXPECT_NE(name, "unknown") << r;
+    std::string field;
+    EXPECT_EQ(ParseTransferResult(name, &field), result) << name;
+  }
+  std::string field;
+  EXPECT_EQ(ParseTransferResult("exists_with_different_amount", &field), TransferResult::kExistsWithDifferentFields);
+  EXPECT_EQ(field, "amount");
+  EXPECT_EQ(ParseTransferResult("no_such_result"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace tidal::market
