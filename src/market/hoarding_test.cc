@@ -272,14 +272,23 @@ RC_GTEST_PROP(ZombieDetector, NoReclaimOrFeeWithoutTheIdleEvidence, ()) {
   std::vector<Step> steps;
   std::int64_t t = *rc::gen::inRange<std::int64_t>(-1000, 1000);
   const int n = *rc::gen::inRange(1, 300);
-  // Mostly idle, so that runs get far enough to be interesting.
-  const auto kind_gen = rc::gen::weightedElement<Kind>({{12, Kind::kIdle}, {1, Kind::kActive}, {1, Kind::kMissing},
-                                                        {1, Kind::kBusyMemory}});
+  // Mostly idle, so that runs get far enough to be interesting; how mostly
+  // varies per case, so some cases carry long runs to a reclaim.
+  const std::size_t idle_weight = *rc::gen::element<std::size_t>(5, 50, 500);
+  const auto kind_gen = rc::gen::weightedElement<Kind>({{idle_weight, Kind::kIdle}, {1, Kind::kActive},
+                                                        {1, Kind::kMissing}, {1, Kind::kBusyMemory}});
   bool reclaimed = false;
   bool notified = false;       // a Notify not yet closed by Recovered
   std::int64_t next_step = 0;  // expected next fee step in the current run
+  bool saw_fee = false, saw_recovered = false;
   for (int i = 0; i < n; ++i) {
-    t += *rc::gen::inRange<std::int64_t>(0, 2 * c.max_gap_s);
+    // Mostly within max_gap; one step in ten a gap.
+    t += *rc::gen::oneOf(rc::gen::inRange<std::int64_t>(0, c.max_gap_s + 1), rc::gen::inRange<std::int64_t>(0, c.max_gap_s + 1),
+                         rc::gen::inRange<std::int64_t>(0, c.max_gap_s + 1), rc::gen::inRange<std::int64_t>(0, c.max_gap_s + 1),
+                         rc::gen::inRange<std::int64_t>(0, c.max_gap_s + 1), rc::gen::inRange<std::int64_t>(0, c.max_gap_s + 1),
+                         rc::gen::inRange<std::int64_t>(0, c.max_gap_s + 1), rc::gen::inRange<std::int64_t>(0, c.max_gap_s + 1),
+                         rc::gen::inRange<std::int64_t>(0, c.max_gap_s + 1),
+                         rc::gen::inRange<std::int64_t>(c.max_gap_s + 1, 4 * c.max_gap_s + 2));
     steps.push_back({t, *kind_gen});
     auto actions = d->Sample(t, SampleOf(steps.back().kind));
     RC_ASSERT(actions.has_value());
@@ -298,6 +307,7 @@ RC_GTEST_PROP(ZombieDetector, NoReclaimOrFeeWithoutTheIdleEvidence, ()) {
           RC_ASSERT(notified);
           RC_ASSERT(a.step == next_step);
           ++next_step;
+          saw_fee = true;
           RC_ASSERT(a.to_s - a.from_s == c.fee_interval_s);
           RC_ASSERT(a.to_s <= t);
           // Never charged for an interval with activity or missing data.
@@ -317,11 +327,15 @@ RC_GTEST_PROP(ZombieDetector, NoReclaimOrFeeWithoutTheIdleEvidence, ()) {
           RC_ASSERT(notified);
           RC_ASSERT(a.cause != RecoveryCause::kNone);
           notified = false;
+          saw_recovered = true;
           break;
       }
     }
     RC_ASSERT(reclaimed == (d->state() == ZombieState::kReclaimed));
   }
+  RC_CLASSIFY(reclaimed, "reclaimed");
+  RC_CLASSIFY(saw_fee, "charged a fee");
+  RC_CLASSIFY(saw_recovered, "recovered");
 }
 
 }  // namespace
