@@ -25,6 +25,11 @@ constexpr std::string_view kMigrationLock = "SELECT pg_advisory_xact_lock(499984
 constexpr pqxx::oid kBoolOid = 16, kInt8Oid = 20, kInt2Oid = 21, kInt4Oid = 23, kOidOid = 26, kNumericOid = 1700;
 
 bool Retryable(std::string_view sqlstate) { return sqlstate == "40001" || sqlstate == "40P01"; }
+// Connection exceptions (08xxx) and the server ending the session (57P01
+// admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now).
+bool ConnectionLost(std::string_view sqlstate) {
+  return sqlstate.starts_with("08") || sqlstate.starts_with("57P");
+}
 
 // libpq's messages, "ERROR:  text\nDETAIL:  more\nLINE 1: ...\n   ^\n", to one
 // line: "text; DETAIL: more" (the LINE/caret lines point into SQL the message
@@ -111,6 +116,7 @@ class PgTx final : public Tx {
 
   bool failed() const { return failed_; }
   bool retryable() const { return retryable_; }
+  bool lost_connection() const { return lost_connection_; }
   const Error& first_error() const { return first_error_; }
 
  private:
@@ -119,6 +125,7 @@ class PgTx final : public Tx {
     if (!failed_) first_error_ = e;
     failed_ = true;
     retryable_ = retryable_ || Retryable(sqlstate);
+    lost_connection_ = lost_connection_ || ConnectionLost(sqlstate);
     return std::unexpected(std::move(e));
   }
 
@@ -126,6 +133,7 @@ class PgTx final : public Tx {
   pqxx::transaction_base& t_;
   bool failed_ = false;
   bool retryable_ = false;
+  bool lost_connection_ = false;
   Error first_error_;
 };
 
@@ -153,6 +161,10 @@ class PgStore final : public internal::MigratingStore {
   enum class Mode { kWrite, kRead, kExclusive };
 
   Status Run(Mode mode, const std::function<Status(Tx&)>& fn);
+  // (Re)connects: a fresh session with tidal's settings and no prepared
+  // statements. Done on open and after a connection was lost, rather than
+  // relying on libpqxx's own reactivation.
+  Status Connect();
   std::unique_ptr<pqxx::transaction_base> Begin(Mode mode) {
     switch (mode) {
       case Mode::kWrite:
@@ -197,6 +209,7 @@ class PgStore final : public internal::MigratingStore {
   int version_ = 0;
   std::unordered_map<std::string, PgStatement, internal::StringHash, std::equal_to<>> cache_;
   int next_statement_ = 0;
+  bool broken_ = false;  // the connection was lost; reconnect before the next transaction
   internal::TxGate gate_;
 };
 
@@ -326,12 +339,20 @@ Status PgStore::Run(Mode mode, const std::function<Status(Tx&)>& fn) {
   internal::TxGate::Held held(gate_);
   const bool retry = mode == Mode::kWrite;
   for (int attempt = 0;; ++attempt) {
-    const bool may_retry = retry && attempt < options_.max_retries;
+    const bool may_retry = attempt < options_.max_retries;
+    if (broken_ || !conn_ || !conn_->is_open()) TIDAL_RETURN_IF_ERROR(Connect());
     std::unique_ptr<pqxx::transaction_base> t;
     try {
       t = Begin(mode);
     } catch (...) {
-      return std::unexpected(FailureError(ClassifyCurrentException(), "BEGIN"));
+      const PgFailure f = ClassifyCurrentException();
+      if (f.kind == PgFailure::Kind::kConnection || ConnectionLost(f.sqlstate)) {
+        // The session died while idle (a server restart): fn has not run, so
+        // reconnect and begin again.
+        broken_ = true;
+        if (may_retry) continue;
+      }
+      return std::unexpected(FailureError(f, "BEGIN"));
     }
     auto abort = [&] {
       try {
@@ -351,13 +372,21 @@ Status PgStore::Run(Mode mode, const std::function<Status(Tx&)>& fn) {
       abort();
       throw;
     }
+    if (tx.lost_connection() || !conn_->is_open()) broken_ = true;
     if (s && !tx.failed()) {
       try {
         t->commit();
         return Ok();
       } catch (...) {
         const PgFailure f = ClassifyCurrentException();
-        if (Retryable(f.sqlstate) && may_retry) {
+        if (f.kind != PgFailure::Kind::kSql || ConnectionLost(f.sqlstate) || !conn_->is_open()) {
+          // Lost during COMMIT: the outcome is unknown, so fn is not re-run.
+          broken_ = true;
+          PgFailure doubt = f;
+          if (doubt.kind == PgFailure::Kind::kConnection) doubt.kind = PgFailure::Kind::kInDoubt;
+          return std::unexpected(FailureError(doubt, "COMMIT"));
+        }
+        if (Retryable(f.sqlstate) && retry && may_retry) {
           internal::Backoff(attempt);
           continue;
         }
@@ -366,8 +395,10 @@ Status PgStore::Run(Mode mode, const std::function<Status(Tx&)>& fn) {
       }
     }
     abort();
-    if (tx.retryable() && may_retry) {
-      internal::Backoff(attempt);
+    // Nothing was committed: a write that conflicted, or lost its connection
+    // before COMMIT, runs again from the start.
+    if ((tx.retryable() || broken_) && retry && may_retry) {
+      if (!broken_) internal::Backoff(attempt);
       continue;
     }
     if (!s) {
@@ -380,7 +411,12 @@ Status PgStore::Run(Mode mode, const std::function<Status(Tx&)>& fn) {
   }
 }
 
-Status PgStore::Open() {
+Status PgStore::Connect() {
+  cache_.clear();  // prepared statements belong to the old session
+  try {
+    conn_.reset();
+  } catch (...) {
+  }
   try {
     conn_ = std::make_unique<pqxx::connection>(url_.conninfo);
   } catch (...) {
@@ -392,14 +428,20 @@ Status PgStore::Open() {
                              : "check that the server runs and that the URL's host, port, user and password are right");
   }
   try {
-    // set_variable: pqxx restores these when it reconnects.
     conn_->set_variable("client_min_messages", "warning");
     // Not durable: a commit returns before its WAL record is flushed; a server
     // crash may lose the last few commits but never corrupts the store.
     if (!options_.durable) conn_->set_variable("synchronous_commit", "off");
   } catch (...) {
+    conn_.reset();
     return std::unexpected(FailureError(ClassifyCurrentException(), "SET synchronous_commit"));
   }
+  broken_ = false;
+  return Ok();
+}
+
+Status PgStore::Open() {
+  TIDAL_RETURN_IF_ERROR(Connect());
   TIDAL_ASSIGN_OR_RETURN(version_, MigrateStore(*this, Dialect::kPostgres, options_.create));
   return Ok();
 }
