@@ -7,6 +7,7 @@ PKGS=(
   g++ cmake ninja-build ccache pkg-config
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
+  libsqlite3-dev libpqxx-dev postgresql
 )
 
 missing=()

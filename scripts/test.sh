@@ -7,4 +7,20 @@ scripts/setup.sh
 BUILD=${TIDAL_BUILD_DIR:-build}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=${TIDAL_BUILD_TYPE:-Release} >/dev/null
 cmake --build "$BUILD" -j "$(nproc)"
+
+# The store's PostgreSQL tests need a server: unless TIDAL_TEST_POSTGRES_URL
+# names one already, start a throwaway one (Unix socket only, in a temporary
+# folder) for this run and stop it on exit. Without PostgreSQL installed those
+# tests skip.
+pg_dir=""
+stop_pg() { if [[ -n "$pg_dir" ]]; then scripts/pg-test-server.sh stop "$pg_dir" || true; fi; }
+trap stop_pg EXIT
+if [[ -z "${TIDAL_TEST_POSTGRES_URL:-}" ]] &&
+  { [[ -n "${PG_BIN:-}" ]] || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null; }; then
+  pg_dir=$(mktemp -d /tmp/tidal-pg.XXXXXX)
+  TIDAL_TEST_POSTGRES_URL=$(scripts/pg-test-server.sh start "$pg_dir")
+  export TIDAL_TEST_POSTGRES_URL
+  echo "test: store PostgreSQL tests use a throwaway server in $pg_dir" >&2
+fi
+
 ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" "$@"

@@ -23,7 +23,10 @@
 
 namespace tidal::store {
 
-// A column value: SQL NULL, an integer (BIGINT) or text.
+// A column value: SQL NULL, an integer (BIGINT) or text. Query results map
+// the same way on both backends: SQLite INTEGER, and PostgreSQL int2/int4/int8,
+// bool (0/1) and whole numeric values (SUM(bigint) is numeric there) come back
+// as int64; NULL as monostate; everything else as its text.
 using Value = std::variant<std::monostate, std::int64_t, std::string>;
 using Row = std::vector<Value>;
 
@@ -37,13 +40,20 @@ Result<std::int64_t> AsInt(const Row& row, std::size_t column);
 Result<std::string> AsText(const Row& row, std::size_t column);
 bool IsNull(const Row& row, std::size_t column);
 
-// One open transaction. Statements run in order; an error leaves the
-// transaction to be rolled back by the Store.
+// One open transaction, valid only inside the fn it was passed to.
+// Statements run in order, one statement per call, with '?' placeholders (a
+// '?' inside a quoted literal is text). A failed statement aborts the whole
+// transaction on both backends (PostgreSQL does so; SQLite is made to match):
+// later statements fail at once, and Write/Read return the first error even
+// when fn returns Ok. So detect duplicates with INSERT ... ON CONFLICT DO
+// NOTHING and the changed count, not by catching a constraint error.
 class Tx {
  public:
   virtual ~Tx() = default;
-  // Runs one statement; returns the number of rows it changed.
+  // Runs one statement (INSERT/UPDATE/DELETE/DDL); returns the number of rows
+  // it changed (0 for DDL).
   virtual Result<std::int64_t> Exec(std::string_view sql, std::span<const Value> params = {}) = 0;
+  // Runs one statement and returns its rows (SELECT, or ... RETURNING).
   virtual Result<Rows> Query(std::string_view sql, std::span<const Value> params = {}) = 0;
 };
 
@@ -55,10 +65,14 @@ struct OpenOptions {
   // Create the store (file / schema) when it does not exist yet. When false, a
   // missing store is an error.
   bool create = true;
-  // Busy timeout / serialization-failure retries for Write.
+  // How many times Write re-runs fn after a busy database (SQLite, each try
+  // waiting up to 5 s for the lock) or a serialization failure or deadlock
+  // (PostgreSQL), with a backoff of 1 to 100 ms between tries.
   int max_retries = 20;
 };
 
+// One connection. A Store may be shared by threads: its transactions run one
+// at a time. Write or Read called from inside fn on the same Store is an error.
 class Store {
  public:
   virtual ~Store() = default;
@@ -73,7 +87,9 @@ class Store {
   // rolls back and runs fn again from the start, up to max_retries times, so fn
   // must keep its effects inside the transaction (or be safe to repeat).
   virtual Status Write(const std::function<Status(Tx&)>& fn) = 0;
-  // Runs fn in a read-only transaction that sees one consistent snapshot.
+  // Runs fn in a read-only transaction that sees one consistent snapshot
+  // (SQLite: BEGIN; PostgreSQL: REPEATABLE READ READ ONLY); a statement that
+  // would change the store fails. fn runs once.
   virtual Status Read(const std::function<Status(Tx&)>& fn) = 0;
 };
 
