@@ -25,7 +25,9 @@
 
 #include "cli/commands.h"
 #include "market/ledger.h"
-#include "market/market_cli.h"
+#include "market/market_config.h"
+#include "market/pricing.h"
+#include "market/tier.h"
 #include "store/store.h"
 
 namespace tidal::cli {
@@ -106,7 +108,7 @@ int Submit(const MarketArgs& a, market::Transfer t) {
 }
 
 Result<Micros> Amount(const std::string& text, std::string_view what) {
-  auto v = market::ParseCredits(text);
+  auto v = market::ParseCredits(text, market::Sign::kNonNegative);
   if (!v) return MakeError(ErrorCode::kInvalidArgument, "{} '{}': {}", what, text, v.error().message);
   if (*v <= 0) return MakeError(ErrorCode::kInvalidArgument, "{} '{}' must be more than 0", what, text);
   return *v;
@@ -243,6 +245,60 @@ int PostOrVoid(const MarketArgs& a, bool post) {
   });
 }
 
+struct QuoteArgs {
+  std::string config, gpu_model, tier;
+  int64_t gpus = 1;
+  double hours = 1;
+  bool json = false;
+};
+
+// A quote from the market config's prices. With no utilisation history (the
+// daemon keeps one; this command does not) the pool is at its initial
+// multiplier, and the quote says so.
+int RunQuote(const QuoteArgs& q) {
+  auto cfg = q.config.empty() ? Result<market::MarketConfig>(market::DefaultMarketConfig())
+                              : market::ReadMarketFile(q.config);
+  if (!cfg) return Fail(cfg.error());
+  auto tier = market::ParseTier(q.tier);
+  if (!tier) return Fail(tier.error());
+  if (q.gpus <= 0 || !(q.hours > 0) || q.hours > 24 * 366)
+    return Fail(Error{ErrorCode::kInvalidArgument, "--gpus must be > 0 and --hours in (0, 8784]"});
+  const int64_t now_s = NowUs() / 1'000'000;
+  market::MarketPrices prices(cfg->book, cfg->curve, cfg->pricer);
+  if (auto s = prices.AddPool(q.gpu_model, now_s); !s) return Fail(s.error());
+  const int64_t milli = q.gpus * 1000;
+  const int64_t in_floor = *tier == market::Tier::kGuaranteed ? milli : 0;
+  const int64_t duration_s = static_cast<int64_t>(q.hours * 3600.0 + 0.5);
+  auto quote = prices.QuoteJob(q.gpu_model, *tier, now_s, duration_s, milli, in_floor);
+  if (!quote) return Fail(quote.error());
+  auto hourly = prices.PriceAt(q.gpu_model, *tier, now_s);
+  if (!hourly) return Fail(hourly.error());
+  if (q.json) {
+    fmt::print("{}\n", json{{"gpu_model", q.gpu_model},
+                            {"tier", market::TierName(*tier)},
+                            {"gpus", q.gpus},
+                            {"hours", q.hours},
+                            {"price_per_gpu_hour", market::FormatCredits(*hourly)},
+                            {"total", market::FormatCredits(quote->total)},
+                            {"upper_bound_total", market::FormatCredits(quote->upper_bound_total)},
+                            {"in_floor_total", market::FormatCredits(quote->in_floor_total)},
+                            {"announced_until_s", quote->horizon_s - now_s},
+                            {"beyond_horizon_s", quote->beyond_horizon_s},
+                            {"config", cfg->source}}
+                           .dump(2));
+    return 0;
+  }
+  fmt::print("{} x {} ({}) for {} h: {} credits (price now {} per GPU-hour; at most {} if every unannounced "
+             "period rose as far as it may)\n",
+             q.gpus, q.gpu_model, market::TierName(*tier), q.hours, market::FormatCredits(quote->total),
+             market::FormatCredits(*hourly), market::FormatCredits(quote->upper_bound_total));
+  if (quote->beyond_horizon_s > 0)
+    fmt::print("  prices are announced {} s ahead; the last {} s are priced at the last announced price\n",
+               quote->horizon_s - now_s, quote->beyond_horizon_s);
+  fmt::print("  no utilisation history here: the pool is at its initial multiplier ({})\n", cfg->source);
+  return 0;
+}
+
 void RequireKey(CLI::App* cmd, MarketArgs& a) {
   cmd->add_option("--key", a.key, "idempotency key: a retry with the same key changes nothing")->required();
 }
@@ -364,8 +420,8 @@ void RegisterMarketCommands(CLI::App& app) {
   quote->add_option("--hours", a->hours, "hours")->capture_default_str();
   quote->add_option("--config", a->config, "market config (default data/market/default.yaml)");
   quote->callback([a] {
-    SetExitCode(market::RunQuote({.config = a->config, .gpu_model = a->gpu_model, .tier = a->tier,
-                                  .gpus = a->gpus, .hours = a->hours, .json = a->json}));
+    SetExitCode(RunQuote({.config = a->config, .gpu_model = a->gpu_model, .tier = a->tier, .gpus = a->gpus,
+                          .hours = a->hours, .json = a->json}));
   });
 
   CLI::App* check = m->add_subcommand("check", "verify every ledger invariant on the stored ledger");

@@ -190,11 +190,11 @@ Result<TransferOutcome> Batch::One(const Transfer& t, bool expiry) {
   Account c = *credit;
   Micros& d_side = IsPending(t) ? d.debits_pending : d.debits_posted;
   Micros& c_side = IsPending(t) ? c.credits_pending : c.credits_posted;
-  Micros d_total = d.debits_pending;
+  Micros d_total = d.debits_pending;  // pending + posted + amount, before the amount lands
   Micros c_total = c.credits_pending;
-  if (!Add(d_side, t.amount) || !Add(d_total, d.debits_posted) || !Add(d_total, t.amount))
+  if (!Add(d_total, d.debits_posted) || !Add(d_total, t.amount) || !Add(d_side, t.amount))
     return reject(R::kOverflowsDebits);
-  if (!Add(c_side, t.amount) || !Add(c_total, c.credits_posted) || !Add(c_total, t.amount))
+  if (!Add(c_total, c.credits_posted) || !Add(c_total, t.amount) || !Add(c_side, t.amount))
     return reject(R::kOverflowsCredits);
   if ((d.flags & af::kDebitsMustNotExceedCredits) && d_total > d.credits_posted) return reject(R::kExceedsCredits);
   if ((c.flags & af::kCreditsMustNotExceedDebits) && c_total > c.debits_posted) return reject(R::kExceedsDebits);

@@ -104,7 +104,6 @@ TEST_P(LedgerCrashTest, KilledAtRandomLosesNothing) {
     if (fig.kills >= kills) break;  // it ran every operation
     ops += ops / 4;  // done before the kills were: give it more to do
   }
-  }
   const std::vector<std::string> answers = ReadAnswers(log);
   fig.ops = static_cast<std::int64_t>(answers.size());
   ASSERT_EQ(fig.ops, ops);
