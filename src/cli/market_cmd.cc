@@ -226,6 +226,9 @@ int PostOrVoid(const MarketArgs& a, bool post) {
                        .at_us = NowUs()};
     if (post) {
       if (!a.amount.empty()) {
+        if (a.key.empty())
+          return Fail(Error{ErrorCode::kInvalidArgument,
+                            "a partial post needs its own --key (a hold may be posted several times)"});
         auto v = Amount(a.amount, "--amount");
         if (!v) return Fail(v.error());
         t.amount = *v;
@@ -309,6 +312,7 @@ void RegisterMarketCommands(CLI::App& app) {
   auto a = std::make_shared<MarketArgs>();
   CLI::App* m = app.add_subcommand("market", "the credit ledger: accounts, grants, holds, statements, quotes");
   m->require_subcommand(1);
+  m->fallthrough();  // --store and --json may follow the subcommand too
   m->add_option("--store", a->store,
                 "sqlite:PATH or postgresql://... (default: sqlite under the user's data directory)");
   m->add_flag("--json", a->json, "print JSON");

@@ -53,8 +53,10 @@ struct Book {
     const bool treasury = t.debit == kTreasury || t.credit == kTreasury;
     if (treasury && !(t.code == kCodeGrant && t.debit == kTreasury) && t.code != kCodeReversal)
       Violation("transfer #{} '{}' moves treasury credits with code '{}' (only grants may)", seq, t.id, t.code);
-    if (t.code == kCodeGrant) grants += t.amount;
-    if (t.code == kCodeReversal && t.credit == kTreasury) grants -= t.amount;
+    // Credits in circulation: what left the treasury (grants, and reversals
+    // of reversed grants) less what returned to it (reversed grants).
+    if (t.debit == kTreasury && (t.flags & tf::kPending) == 0) grants += t.amount;
+    if (t.credit == kTreasury && (t.flags & tf::kPending) == 0) grants -= t.amount;
     if (t.flags & tf::kPending) {
       d->debits_pending += t.amount;
       c->credits_pending += t.amount;
