@@ -1,0 +1,364 @@
+#include "sim/market_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "common/rng.h"
+
+namespace tidal::sim {
+namespace {
+
+using market::Micros;
+using market::Tier;
+using market::Transfer;
+namespace tf = market::transfer_flags;
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+constexpr double kActive = 0.7;  // a working job's GPU activity (above any idle threshold)
+
+}  // namespace
+
+int64_t HoardingScenario::TailOf(JobId job) const {
+  if (share <= 0) return 0;
+  Rng rng(seed * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(job) + 0x5bd1e995ull));
+  if (rng.UniformDouble() >= share) return 0;
+  const double lo = std::log(static_cast<double>(min_tail_s));
+  const double hi = std::log(static_cast<double>(max_tail_s));
+  return static_cast<int64_t>(std::llround(std::exp(lo + (hi - lo) * rng.UniformDouble())));
+}
+
+Status HoardingScenario::Validate() const {
+  if (!(share >= 0 && share <= 1))
+    return MakeError(ErrorCode::kInvalidArgument, "hoarding share {} must be in [0, 1]", share);
+  if (min_tail_s < 1 || max_tail_s < min_tail_s)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "hoarding tail [{}, {}] s: give 1 <= min <= max (seconds a zombie keeps its GPUs)", min_tail_s,
+                     max_tail_s);
+  return Ok();
+}
+
+Result<std::unique_ptr<MarketSim>> MarketSim::Make(const MarketSimOptions& options, const tenancy::TenantTree& tree,
+                                                   int64_t total_milli, int64_t t0, int64_t span_s) {
+  std::unique_ptr<MarketSim> m(new MarketSim(options, tree));
+  if (options.meter_interval_s < 1 || options.sample_interval_s < 1)
+    return MakeError(ErrorCode::kInvalidArgument, "market meter and sample intervals must be >= 1 s");
+  store::OpenOptions so;
+  so.durable = false;  // a replay's ledger is rebuilt by running it again
+  TIDAL_ASSIGN_OR_RETURN(m->store_,
+                         store::OpenStore(options.store_url.empty() ? "sqlite::memory:" : options.store_url, so));
+  TIDAL_ASSIGN_OR_RETURN(market::Ledger ledger, market::Ledger::Open(*m->store_));
+  m->ledger_.emplace(std::move(ledger));
+  TIDAL_ASSIGN_OR_RETURN(market::DynamicPricer pricer,
+                         market::DynamicPricer::Make(options.gpu_model, options.config.book, options.config.curve,
+                                                     options.config.pricer, t0));
+  m->pricer_.emplace(std::move(pricer));
+  TIDAL_RETURN_IF_ERROR(m->pricer_->AdvanceTo(t0));
+  TIDAL_ASSIGN_OR_RETURN(Micros in_floor_rate, options.config.book.InFloorRate(options.gpu_model));
+
+  const size_t n = static_cast<size_t>(tree.size());
+  m->floor_milli_.assign(n, 0);
+  m->usage_milli_.assign(n, 0);
+  m->over_budget_.assign(n, false);
+  m->results_.resize(n);
+  std::vector<Transfer> grants;
+  const std::optional<tenancy::ResourceId> gpu = tree.resource("gpu");
+  for (tenancy::TenantId t = 0; t < tree.size(); ++t) {
+    m->results_[static_cast<size_t>(t)].name = tree.spec(t).name;
+    if (!tree.is_leaf(t)) continue;
+    m->leaves_.push_back(t);
+    m->floor_milli_[static_cast<size_t>(t)] = gpu ? tree.nominal(t, *gpu) : 0;
+    TIDAL_RETURN_IF_ERROR(m->ledger_->CreateAccount({.name = tree.spec(t).name}));
+    const double gpu_hours =
+        static_cast<double>(m->floor_milli_[static_cast<size_t>(t)]) / 1000.0 * static_cast<double>(span_s) / 3600.0;
+    const Micros grant =
+        static_cast<Micros>(std::llround(options.budget_factor * gpu_hours * static_cast<double>(in_floor_rate)));
+    m->results_[static_cast<size_t>(t)].granted = grant;
+    if (grant > 0)
+      grants.push_back(Transfer{.id = "grant:" + tree.spec(t).name, .debit = std::string(market::kTreasury),
+                                .credit = tree.spec(t).name, .amount = grant,
+                                .code = std::string(market::kCodeGrant), .reference = "replay budget"});
+  }
+  TIDAL_ASSIGN_OR_RETURN(auto out, m->ledger_->CreateTransfers(grants));
+  for (const auto& o : out)
+    if (!o.succeeded()) return MakeError(ErrorCode::kInternal, "a budget grant was refused: {}", o.name());
+  m->total_milli_ = total_milli;
+  m->now_ = t0;
+  m->next_meter_ = t0 + options.meter_interval_s;
+  return m;
+}
+
+const std::string& MarketSim::Name(tenancy::TenantId t) const { return results_[static_cast<size_t>(t)].name; }
+
+std::string MarketSim::RunId(const Run& r) const { return fmt::format("job{}.{}", r.job, run_count_.at(r.job)); }
+
+Status MarketSim::Apply(std::vector<Transfer> chain, bool* ok) {
+  TIDAL_ASSIGN_OR_RETURN(auto out, ledger_->CreateTransfers(chain));
+  bool all = true;
+  for (const auto& o : out) all = all && o.succeeded();
+  if (!all) ++refused_;
+  if (ok) *ok = all;
+  return Ok();
+}
+
+Status MarketSim::Start(JobId job, tenancy::TenantId tenant, int64_t milli, int64_t now, int64_t planned_end,
+                        bool borrowed) {
+  TIDAL_RETURN_IF_ERROR(pricer_->AdvanceTo(now));
+  ++run_count_[job];
+  Run r{.job = job, .tenant = tenant, .milli = milli, .metered_to = now, .borrowed = borrowed};
+  TenantMarketResult& res = results_[static_cast<size_t>(tenant)];
+  if (over_budget_[static_cast<size_t>(tenant)]) {
+    r.tier = Tier::kSpot;
+    ++res.runs_spot;
+  } else if (borrowed) {
+    r.tier = Tier::kStandard;
+    ++res.runs_borrowed;
+  } else {
+    r.tier = Tier::kGuaranteed;
+    ++res.runs_in_floor;
+  }
+  TIDAL_ASSIGN_OR_RETURN(r.lock, market::Lock(pricer_->history(), r.tier, now, options_.config.pricer.protection_s));
+  // The hold: the planned run at the price locked now (an estimate; metering
+  // charges what the run really costs, and a run past its hold pays the rest
+  // as plain charges).
+  TIDAL_ASSIGN_OR_RETURN(Micros expected,
+                         market::ChargeForInterval(milli, std::max<int64_t>(1, planned_end - now), r.lock.ceiling));
+  const std::string id = RunId(r);
+  if (expected > 0) {
+    bool ok = false;
+    TIDAL_RETURN_IF_ERROR(Apply({Transfer{.id = id, .debit = Name(tenant), .credit = std::string(market::kRevenue),
+                                          .amount = expected, .flags = tf::kPending, .code = "hold",
+                                          .reference = fmt::format("job {}", job), .at_us = now * 1'000'000}},
+                                &ok));
+    if (ok) {
+      r.hold = id;
+      r.held_left = expected;
+    } else if (r.tier != Tier::kSpot) {
+      // It cannot cover its run: over budget, so it and its later runs are spot.
+      over_budget_[static_cast<size_t>(tenant)] = true;
+      res.over_budget = true;
+    }
+  }
+  runs_[job] = std::move(r);
+  return Ok();
+}
+
+std::vector<std::pair<tenancy::TenantId, Micros>> MarketSim::Lenders(Micros amount) const {
+  std::vector<std::pair<tenancy::TenantId, Micros>> out;
+  int64_t idle_total = 0;
+  for (tenancy::TenantId t : leaves_)
+    idle_total += std::max<int64_t>(0, floor_milli_[static_cast<size_t>(t)] - usage_milli_[static_cast<size_t>(t)]);
+  if (idle_total == 0 || amount <= 0) return out;
+  // Largest remainder, so the parts sum to `amount` exactly.
+  std::vector<std::pair<__int128, tenancy::TenantId>> rem;
+  Micros given = 0;
+  for (tenancy::TenantId t : leaves_) {
+    const int64_t idle =
+        std::max<int64_t>(0, floor_milli_[static_cast<size_t>(t)] - usage_milli_[static_cast<size_t>(t)]);
+    if (idle == 0) continue;
+    const __int128 num = static_cast<__int128>(amount) * idle;
+    const Micros part = static_cast<Micros>(num / idle_total);
+    out.push_back({t, part});
+    rem.push_back({num % idle_total, t});
+    given += part;
+  }
+  std::stable_sort(rem.begin(), rem.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; given < amount && k < rem.size(); ++k, ++given)
+    for (auto& [t, part] : out)
+      if (t == rem[k].second) ++part;
+  return out;
+}
+
+Status MarketSim::Meter(Run& r, int64_t to) {
+  if (to <= r.metered_to) return Ok();
+  TIDAL_RETURN_IF_ERROR(pricer_->AdvanceTo(to));
+  TIDAL_ASSIGN_OR_RETURN(market::Metered m, market::MeterInterval(pricer_->history(), r.tier,
+                                                                  r.tier == Tier::kGuaranteed ? nullptr : &r.lock,
+                                                                  r.milli, r.metered_to, to));
+  const int64_t from = r.metered_to;
+  r.metered_to = to;
+  if (m.total <= 0) return Ok();
+  TenantMarketResult& res = results_[static_cast<size_t>(r.tenant)];
+  const std::string id = fmt::format("{}.m{}", RunId(r), r.seq++);
+  std::vector<Transfer> chain;
+  const Micros from_hold = std::min(m.total, r.held_left);
+  if (from_hold > 0)
+    chain.push_back(Transfer{.id = id + "p", .amount = from_hold, .flags = tf::kPostPending, .pending_id = r.hold,
+                             .code = "charge", .at_us = to * 1'000'000});
+  if (m.total > from_hold)
+    chain.push_back(Transfer{.id = id + "c", .debit = Name(r.tenant), .credit = std::string(market::kRevenue),
+                             .amount = m.total - from_hold, .code = "charge",
+                             .reference = fmt::format("job {}", r.job), .at_us = to * 1'000'000});
+  // A borrowing run's charge: the lenders' share to the tenants whose floor is idle.
+  std::vector<std::pair<tenancy::TenantId, Micros>> lenders;
+  if (r.tier == Tier::kStandard && r.borrowed) {
+    TIDAL_ASSIGN_OR_RETURN(market::LendingSplit split,
+                           market::SplitBorrowedCharge(m.total, options_.config.lender_share_ppm));
+    lenders = Lenders(split.to_lender);
+    for (const auto& [t, part] : lenders)
+      if (part > 0)
+        chain.push_back(Transfer{.id = fmt::format("{}l{}", id, t), .debit = std::string(market::kRevenue),
+                                 .credit = Name(t), .amount = part, .code = "lending_credit",
+                                 .reference = fmt::format("job {}", r.job), .at_us = to * 1'000'000});
+  }
+  for (size_t k = 0; k + 1 < chain.size(); ++k) chain[k].flags |= tf::kLinked;
+  bool ok = false;
+  TIDAL_RETURN_IF_ERROR(Apply(chain, &ok));
+  if (ok) {
+    r.held_left -= from_hold;
+    res.spent += m.total;
+    for (const auto& [t, part] : lenders) results_[static_cast<size_t>(t)].lending_credits += part;
+  } else {
+    // Its budget cannot pay: the GPU-hours ran unpaid, and it drops to spot.
+    res.unpaid_gpu_hours += static_cast<double>(r.milli) / 1000.0 * static_cast<double>(to - from) / 3600.0;
+    over_budget_[static_cast<size_t>(r.tenant)] = true;
+    res.over_budget = true;
+  }
+  return Ok();
+}
+
+Status MarketSim::Idle(JobId job, int64_t now) {
+  auto it = runs_.find(job);
+  if (it == runs_.end()) return MakeError(ErrorCode::kInternal, "market: job {} idles but does not run", job);
+  TIDAL_ASSIGN_OR_RETURN(market::ZombieDetector d, market::ZombieDetector::Make(options_.config.hoarding, it->second.milli));
+  it->second.zombie.emplace(std::move(d));
+  it->second.next_sample = now;
+  return Ok();
+}
+
+Status MarketSim::Stop(JobId job, int64_t now, bool preempted, int64_t lost_gpu_s) {
+  auto it = runs_.find(job);
+  if (it == runs_.end()) return MakeError(ErrorCode::kInternal, "market: job {} stops but does not run", job);
+  Run& r = it->second;
+  TIDAL_RETURN_IF_ERROR(Meter(r, now));
+  if (!r.hold.empty() && r.held_left > 0)
+    TIDAL_RETURN_IF_ERROR(Apply({Transfer{.id = RunId(r) + ".void", .flags = tf::kVoidPending, .pending_id = r.hold,
+                                          .code = "release", .at_us = now * 1'000'000}}));
+  if (preempted && r.borrowed && lost_gpu_s > 0) {
+    TIDAL_ASSIGN_OR_RETURN(Micros price, market::LockedPrice(pricer_->history(), r.lock, now));
+    TIDAL_ASSIGN_OR_RETURN(Micros comp, market::RecallCompensation(1000, lost_gpu_s, price,
+                                                                   options_.config.recall_compensation_ppm));
+    bool ok = false;
+    if (comp > 0) {
+      TIDAL_RETURN_IF_ERROR(Apply({Transfer{.id = RunId(r) + ".comp", .debit = std::string(market::kRevenue),
+                                            .credit = Name(r.tenant), .amount = comp, .code = "recall_compensation",
+                                            .reference = fmt::format("job {}", job), .at_us = now * 1'000'000}},
+                                  &ok));
+      if (ok) results_[static_cast<size_t>(r.tenant)].compensation += comp;
+    }
+  }
+  runs_.erase(it);
+  return Ok();
+}
+
+Result<std::vector<JobId>> MarketSim::SampleZombies(int64_t upto) {
+  std::vector<JobId> reclaim;
+  for (auto& [job, r] : runs_) {
+    if (!r.zombie) continue;
+    while (r.next_sample <= upto && r.zombie->state() != market::ZombieState::kReclaimed) {
+      TIDAL_ASSIGN_OR_RETURN(auto actions, r.zombie->Sample(r.next_sample, 0.0, 0.0, std::nan(""), std::nan("")));
+      for (const market::HoardAction& a : actions) {
+        if (a.kind == market::HoardActionKind::kNotify) ++notified_;
+        if (a.kind == market::HoardActionKind::kFee && a.amount > 0) {
+          bool ok = false;
+          TIDAL_RETURN_IF_ERROR(Apply({Transfer{.id = fmt::format("{}.fee{}", RunId(r), a.step),
+                                                .debit = Name(r.tenant), .credit = std::string(market::kPenalties),
+                                                .amount = a.amount, .code = "hoarding_fee",
+                                                .reference = fmt::format("job {}", job),
+                                                .at_us = a.at_s * 1'000'000}},
+                                      &ok));
+          if (ok) {
+            results_[static_cast<size_t>(r.tenant)].hoarding_fees += a.amount;
+            r.fees += a.amount;
+          }
+        }
+        if (a.kind == market::HoardActionKind::kReclaim) {
+          ++reclaimed_;
+          reclaim.push_back(job);
+          // The fees of a zombie on borrowed capacity credit the lenders of it.
+          if (r.borrowed && r.fees > 0) {
+            std::vector<Transfer> chain;
+            const auto lenders = Lenders(r.fees);
+            for (const auto& [t, part] : lenders)
+              if (part > 0)
+                chain.push_back(Transfer{.id = fmt::format("{}.reclaim{}", RunId(r), t),
+                                         .debit = std::string(market::kPenalties), .credit = Name(t), .amount = part,
+                                         .flags = tf::kLinked, .code = "reclaim_credit",
+                                         .reference = fmt::format("job {}", job), .at_us = a.at_s * 1'000'000});
+            if (!chain.empty()) {
+              chain.back().flags &= ~tf::kLinked;
+              bool ok = false;
+              TIDAL_RETURN_IF_ERROR(Apply(chain, &ok));
+              if (ok)
+                for (const auto& [t, part] : lenders) results_[static_cast<size_t>(t)].reclaim_credits += part;
+            }
+          }
+        }
+      }
+      r.next_sample += options_.sample_interval_s;
+    }
+  }
+  return reclaim;
+}
+
+Result<std::vector<JobId>> MarketSim::Advance(int64_t now, int64_t allocated_milli,
+                                              const std::vector<int64_t>& usage_milli) {
+  std::vector<JobId> reclaim;
+  if (now < now_) return MakeError(ErrorCode::kInternal, "market clock went back from {} to {}", now_, now);
+  // Meter boundaries up to now, each with the usage that held since the last event.
+  while (next_meter_ <= now) {
+    for (auto& [job, r] : runs_) TIDAL_RETURN_IF_ERROR(Meter(r, next_meter_));
+    next_meter_ += options_.meter_interval_s;
+  }
+  TIDAL_ASSIGN_OR_RETURN(reclaim, SampleZombies(now));
+  now_ = now;
+  usage_milli_ = usage_milli;
+  usage_milli_.resize(floor_milli_.size(), 0);
+  const double total = static_cast<double>(total_milli_);
+  TIDAL_RETURN_IF_ERROR(
+      pricer_->Observe(now, total > 0 ? std::min(1.0, static_cast<double>(allocated_milli) / total) : 0));
+  return reclaim;
+}
+
+int64_t MarketSim::NextWake() const {
+  int64_t wake = runs_.empty() ? kNever : next_meter_;
+  for (const auto& [job, r] : runs_)
+    if (r.zombie && r.zombie->state() != market::ZombieState::kReclaimed) wake = std::min(wake, r.next_sample);
+  return wake;
+}
+
+Result<MarketSimResult> MarketSim::Finish() {
+  MarketSimResult out;
+  if (!runs_.empty()) return MakeError(ErrorCode::kInternal, "market: {} runs still open at the end", runs_.size());
+  TIDAL_ASSIGN_OR_RETURN(out.check, ledger_->Check());
+  for (tenancy::TenantId t : leaves_) {
+    TenantMarketResult r = results_[static_cast<size_t>(t)];
+    TIDAL_ASSIGN_OR_RETURN(auto acct, ledger_->GetAccount(r.name));
+    if (acct) r.balance = acct->balance();
+    out.tenants.push_back(std::move(r));
+  }
+  TIDAL_ASSIGN_OR_RETURN(auto rev, ledger_->GetAccount(market::kRevenue));
+  TIDAL_ASSIGN_OR_RETURN(auto pen, ledger_->GetAccount(market::kPenalties));
+  if (rev) out.revenue = rev->balance();
+  if (pen) out.penalties = pen->balance();
+  const auto& hist = pricer_->history().entries;
+  if (!hist.empty()) {
+    out.multiplier_min = 1e18;
+    double sum = 0;
+    for (const auto& a : hist) {
+      const double m = static_cast<double>(a.multiplier_ppm) / 1e6;
+      out.multiplier_min = std::min(out.multiplier_min, m);
+      out.multiplier_max = std::max(out.multiplier_max, m);
+      sum += m;
+    }
+    out.multiplier_mean = sum / static_cast<double>(hist.size());
+    out.price_periods = static_cast<int64_t>(hist.size());
+  }
+  out.zombies_notified = notified_;
+  out.zombies_reclaimed = reclaimed_;
+  out.refused = refused_;
+  return out;
+}
+
+}  // namespace tidal::sim

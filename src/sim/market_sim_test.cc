@@ -1,0 +1,183 @@
+// The market in the simulator, by hand: a 16-GPU cluster, tenants ads and
+// search with 8-GPU floors, the default market config ("*" model: base 1.0
+// credit per GPU-hour, in-floor 0.8, standard factor 1.0, initial multiplier
+// 1.0, lenders' share one half; hoarding: idle 1800 s -> notify, +1800 s ->
+// fees every 3600 s from 0.5/GPU-h rising by 0.5, reclaim 14400 s after fees
+// start).
+#include "sim/market_sim.h"
+
+#include <gtest/gtest.h>
+
+#include "tenancy/tenants_file.h"
+
+namespace tidal::sim {
+namespace {
+
+using market::Micros;
+constexpr Micros kC = 1'000'000;
+constexpr int64_t kT0 = 1'000'000;  // seconds
+
+tenancy::TenantTree Tree() {
+  auto t = tenancy::ProportionalTenants({{"ads", 1.0}, {"search", 1.0}}, 16);
+  EXPECT_TRUE(t) << t.error().ToString();
+  return std::move(*t);
+}
+
+struct Fixture {
+  tenancy::TenantTree tree = Tree();
+  std::unique_ptr<MarketSim> m;
+  tenancy::TenantId ads = tree.Find("ads"), search = tree.Find("search");
+  std::vector<int64_t> usage = std::vector<int64_t>(static_cast<size_t>(tree.size()), 0);
+
+  explicit Fixture(int64_t span_s = 10 * 3600, double budget_factor = 1.5) {
+    MarketSimOptions o;
+    o.budget_factor = budget_factor;
+    auto made = MarketSim::Make(o, tree, 16000, kT0, span_s);
+    EXPECT_TRUE(made) << made.error().ToString();
+    m = std::move(*made);
+  }
+  std::vector<JobId> Advance(int64_t at, int64_t alloc) {
+    auto r = m->Advance(kT0 + at, alloc, usage);
+    EXPECT_TRUE(r) << r.error().ToString();
+    return r ? *r : std::vector<JobId>{};
+  }
+  MarketSimResult Finish() {
+    auto r = m->Finish();
+    EXPECT_TRUE(r) << r.error().ToString();
+    EXPECT_TRUE(r->check.ok()) << ::testing::PrintToString(r->check.violations);
+    return *r;
+  }
+  const TenantMarketResult& Of(const MarketSimResult& r, const std::string& name) {
+    for (const auto& t : r.tenants)
+      if (t.name == name) return t;
+    ADD_FAILURE() << name;
+    return r.tenants.front();
+  }
+};
+
+TEST(MarketSim, BudgetsAreFloorHoursAtTheInFloorRate) {
+  Fixture f(/*span_s=*/10 * 3600, /*budget_factor=*/1.5);
+  const MarketSimResult r = f.Finish();
+  // 8 GPUs x 10 h x 0.8 x 1.5 = 96 credits each.
+  EXPECT_EQ(f.Of(r, "ads").granted, 96 * kC);
+  EXPECT_EQ(f.Of(r, "search").balance, 96 * kC);
+  EXPECT_EQ(r.check.grants, 192 * kC);
+}
+
+TEST(MarketSim, InFloorRunPaysTheFixedRate) {
+  Fixture f;
+  f.usage[static_cast<size_t>(f.ads)] = 4000;
+  ASSERT_TRUE(f.m->Start(1, f.ads, 4000, kT0, kT0 + 7200, /*borrowed=*/false));
+  f.Advance(3600, 4000);
+  f.Advance(7200, 4000);
+  ASSERT_TRUE(f.m->Stop(1, kT0 + 7200, false, 0));
+  const MarketSimResult r = f.Finish();
+  const auto& ads = f.Of(r, "ads");
+  EXPECT_EQ(ads.spent, 6'400'000);  // 4 GPUs x 2 h x 0.8
+  EXPECT_EQ(ads.balance, 96 * kC - 6'400'000);
+  EXPECT_EQ(ads.runs_in_floor, 1);
+  EXPECT_EQ(f.Of(r, "search").lending_credits, 0);
+  EXPECT_EQ(r.revenue, 6'400'000);
+}
+
+TEST(MarketSim, BorrowingRunPaysLendersHalf) {
+  Fixture f;
+  // ads uses 12 GPUs: 8 in its floor, 4 borrowed from search, which uses none.
+  f.usage[static_cast<size_t>(f.ads)] = 12000;
+  ASSERT_TRUE(f.m->Start(1, f.ads, 8000, kT0, kT0 + 3600, false));
+  ASSERT_TRUE(f.m->Start(2, f.ads, 4000, kT0, kT0 + 3600, true));
+  f.Advance(3600, 12000);
+  ASSERT_TRUE(f.m->Stop(1, kT0 + 3600, false, 0));
+  ASSERT_TRUE(f.m->Stop(2, kT0 + 3600, false, 0));
+  const MarketSimResult r = f.Finish();
+  // In floor: 8 x 1 h x 0.8 = 6.4; borrowed: 4 x 1 h x 1.0 = 4.0, half of it to search.
+  EXPECT_EQ(f.Of(r, "ads").spent, 10'400'000);
+  EXPECT_EQ(f.Of(r, "search").lending_credits, 2 * kC);
+  EXPECT_EQ(f.Of(r, "search").balance, 96 * kC + 2 * kC);
+  EXPECT_EQ(r.revenue, 8'400'000);
+  EXPECT_EQ(f.Of(r, "ads").runs_borrowed, 1);
+}
+
+TEST(MarketSim, PreemptedBorrowerIsCompensated) {
+  Fixture f;
+  f.usage[static_cast<size_t>(f.ads)] = 12000;
+  ASSERT_TRUE(f.m->Start(1, f.ads, 8000, kT0, kT0 + 7200, false));
+  ASSERT_TRUE(f.m->Start(2, f.ads, 4000, kT0, kT0 + 7200, true));
+  f.Advance(3600, 12000);
+  // 30 minutes on 4 GPUs lost when search reclaims its floor: 2 GPU-h x 1.0.
+  ASSERT_TRUE(f.m->Stop(2, kT0 + 3600, true, 4 * 1800));
+  ASSERT_TRUE(f.m->Stop(1, kT0 + 3600, false, 0));
+  const MarketSimResult r = f.Finish();
+  EXPECT_EQ(f.Of(r, "ads").compensation, 2 * kC);
+}
+
+TEST(MarketSim, OverBudgetDropsToSpot) {
+  // A budget of 8 GPUs x 1 h x 0.8 x 1.0 = 6.4 credits: a 16-GPU borrowing
+  // run of 1 h (16 credits) cannot be held.
+  Fixture f(/*span_s=*/3600, /*budget_factor=*/1.0);
+  ASSERT_TRUE(f.m->Start(1, f.ads, 16000, kT0, kT0 + 3600, true));
+  EXPECT_TRUE(f.m->OverBudget(f.ads));
+  EXPECT_FALSE(f.m->OverBudget(f.search));
+  f.Advance(3600, 16000);
+  ASSERT_TRUE(f.m->Stop(1, kT0 + 3600, false, 0));
+  ASSERT_TRUE(f.m->Start(2, f.ads, 1000, kT0 + 3600, kT0 + 7200, false));
+  f.Advance(7200, 1000);
+  ASSERT_TRUE(f.m->Stop(2, kT0 + 7200, false, 0));
+  const MarketSimResult r = f.Finish();
+  const auto& ads = f.Of(r, "ads");
+  EXPECT_TRUE(ads.over_budget);
+  EXPECT_EQ(ads.runs_spot, 1);  // the run after it
+  // The first run's 16 credits exceed 6.4: unpaid, 16 GPU-hours. The spot run
+  // pays 1 GPU x 1 h x 1.0 x 0.3.
+  EXPECT_DOUBLE_EQ(ads.unpaid_gpu_hours, 16.0);
+  EXPECT_EQ(ads.spent, 300'000);
+  EXPECT_GE(ads.balance, 0);
+}
+
+TEST(MarketSim, ZombieIsNotifiedChargedAndReclaimed) {
+  Fixture f(/*span_s=*/48 * 3600);
+  f.usage[static_cast<size_t>(f.ads)] = 2000;
+  ASSERT_TRUE(f.m->Start(1, f.ads, 2000, kT0, kT0 + 3600, false));
+  ASSERT_TRUE(f.m->Idle(1, kT0 + 3600));
+  std::vector<JobId> reclaimed;
+  int64_t at = 3600;
+  while (reclaimed.empty() && at < 48 * 3600) {
+    const int64_t wake = f.m->NextWake();
+    ASSERT_LT(wake, INT64_MAX);
+    at = wake - kT0;
+    reclaimed = f.Advance(at, 2000);
+  }
+  ASSERT_EQ(reclaimed, std::vector<JobId>{1});
+  // Idle from 3600: notify at +1800, fees from +3600, reclaim 14400 after.
+  EXPECT_EQ(at, 3600 + 1800 + 1800 + 14400);
+  ASSERT_TRUE(f.m->Stop(1, kT0 + at, false, 0));
+  const MarketSimResult r = f.Finish();
+  EXPECT_EQ(r.zombies_notified, 1);
+  EXPECT_EQ(r.zombies_reclaimed, 1);
+  // Four whole fee intervals on 2 GPUs: 2 x (0.5 + 1.0 + 1.5 + 2.0).
+  EXPECT_EQ(f.Of(r, "ads").hoarding_fees, 10 * kC);
+  EXPECT_EQ(r.penalties, 10 * kC);
+}
+
+TEST(HoardingScenario, SeededShareAndLogUniformTails) {
+  HoardingScenario h{.share = 0.25, .min_tail_s = 3600, .max_tail_s = 48 * 3600, .seed = 7};
+  int zombies = 0;
+  int64_t lo = INT64_MAX, hi = 0;
+  for (JobId j = 0; j < 4000; ++j) {
+    const int64_t t = h.TailOf(j);
+    EXPECT_EQ(t, h.TailOf(j));  // deterministic
+    if (t == 0) continue;
+    ++zombies;
+    lo = std::min(lo, t);
+    hi = std::max(hi, t);
+  }
+  EXPECT_NEAR(zombies, 1000, 100);
+  EXPECT_GE(lo, 3600);
+  EXPECT_LE(hi, 48 * 3600);
+  EXPECT_EQ(HoardingScenario{}.TailOf(5), 0);
+  EXPECT_FALSE((HoardingScenario{.share = 1.5}).Validate());
+  EXPECT_FALSE((HoardingScenario{.share = 0.1, .min_tail_s = 10, .max_tail_s = 5}).Validate());
+}
+
+}  // namespace
+}  // namespace tidal::sim
