@@ -108,15 +108,18 @@ Status MarketSim::Start(JobId job, tenancy::TenantId tenant, int64_t milli, int6
   ++run_count_[job];
   Run r{.job = job, .tenant = tenant, .milli = milli, .metered_to = now, .borrowed = borrowed};
   TenantMarketResult& res = results_[static_cast<size_t>(tenant)];
-  if (over_budget_[static_cast<size_t>(tenant)]) {
-    r.tier = Tier::kSpot;
-    ++res.runs_spot;
-  } else if (borrowed) {
-    r.tier = Tier::kStandard;
-    ++res.runs_borrowed;
-  } else {
+  // A run in its tenant's floor pays the fixed in-floor rate, over budget or
+  // not (TierUnderBudget: the floor is the tenant's by right); a borrowing run
+  // pays the floating standard price, or the spot price once over budget.
+  if (!borrowed) {
     r.tier = Tier::kGuaranteed;
     ++res.runs_in_floor;
+  } else if (over_budget_[static_cast<size_t>(tenant)]) {
+    r.tier = Tier::kSpot;
+    ++res.runs_spot;
+  } else {
+    r.tier = Tier::kStandard;
+    ++res.runs_borrowed;
   }
   TIDAL_ASSIGN_OR_RETURN(r.lock, market::Lock(pricer_->history(), r.tier, now, options_.config.pricer.protection_s));
   // The hold: the planned run at the price locked now (an estimate; metering
@@ -134,8 +137,8 @@ Status MarketSim::Start(JobId job, tenancy::TenantId tenant, int64_t milli, int6
     if (ok) {
       r.hold = id;
       r.held_left = expected;
-    } else if (r.tier != Tier::kSpot) {
-      // It cannot cover its run: over budget, so it and its later runs are spot.
+    } else {
+      // It cannot cover its run: over budget, so its later borrowing runs are spot.
       over_budget_[static_cast<size_t>(tenant)] = true;
       res.over_budget = true;
     }

@@ -96,7 +96,9 @@ class MarketSim {
   // GPU-seconds it lost: a borrowing run is compensated.
   Status Stop(JobId job, int64_t now, bool preempted, int64_t lost_gpu_s);
   // Moves the market's clock to `now`: prices, metering and zombie samples of
-  // every boundary up to it. `usage_milli[t]` is each tenant's allocation now.
+  // every boundary up to it (with the usage given at the previous call, which
+  // held until now). `usage_milli[t]` is each tenant's allocation after the
+  // pass at `now`; call it after every pass.
   // Returns the zombies the detector reclaims (the caller ends them now).
   Result<std::vector<JobId>> Advance(int64_t now, int64_t allocated_milli, const std::vector<int64_t>& usage_milli);
   // The next moment the market wants to be advanced to (a sample of a zombie

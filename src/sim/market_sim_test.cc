@@ -86,6 +86,7 @@ TEST(MarketSim, BorrowingRunPaysLendersHalf) {
   f.usage[static_cast<size_t>(f.ads)] = 12000;
   ASSERT_TRUE(f.m->Start(1, f.ads, 8000, kT0, kT0 + 3600, false));
   ASSERT_TRUE(f.m->Start(2, f.ads, 4000, kT0, kT0 + 3600, true));
+  f.Advance(0, 12000);  // the usage after the pass at 0 holds until the next event
   f.Advance(3600, 12000);
   ASSERT_TRUE(f.m->Stop(1, kT0 + 3600, false, 0));
   ASSERT_TRUE(f.m->Stop(2, kT0 + 3600, false, 0));
@@ -103,6 +104,7 @@ TEST(MarketSim, PreemptedBorrowerIsCompensated) {
   f.usage[static_cast<size_t>(f.ads)] = 12000;
   ASSERT_TRUE(f.m->Start(1, f.ads, 8000, kT0, kT0 + 7200, false));
   ASSERT_TRUE(f.m->Start(2, f.ads, 4000, kT0, kT0 + 7200, true));
+  f.Advance(0, 12000);
   f.Advance(3600, 12000);
   // 30 minutes on 4 GPUs lost when search reclaims its floor: 2 GPU-h x 1.0.
   ASSERT_TRUE(f.m->Stop(2, kT0 + 3600, true, 4 * 1800));
@@ -120,13 +122,13 @@ TEST(MarketSim, OverBudgetDropsToSpot) {
   EXPECT_FALSE(f.m->OverBudget(f.search));
   f.Advance(3600, 16000);
   ASSERT_TRUE(f.m->Stop(1, kT0 + 3600, false, 0));
-  ASSERT_TRUE(f.m->Start(2, f.ads, 1000, kT0 + 3600, kT0 + 7200, false));
+  ASSERT_TRUE(f.m->Start(2, f.ads, 1000, kT0 + 3600, kT0 + 7200, true));
   f.Advance(7200, 1000);
   ASSERT_TRUE(f.m->Stop(2, kT0 + 7200, false, 0));
   const MarketSimResult r = f.Finish();
   const auto& ads = f.Of(r, "ads");
   EXPECT_TRUE(ads.over_budget);
-  EXPECT_EQ(ads.runs_spot, 1);  // the run after it
+  EXPECT_EQ(ads.runs_spot, 1);  // the borrowing run after it
   // The first run's 16 credits exceed 6.4: unpaid, 16 GPU-hours. The spot run
   // pays 1 GPU x 1 h x 1.0 x 0.3.
   EXPECT_DOUBLE_EQ(ads.unpaid_gpu_hours, 16.0);
