@@ -475,6 +475,8 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
         continue;
       }
       TIDAL_ASSIGN_OR_RETURN(StartEstimate e, EstimateStart(*replay, jobs[i].id, estimate_options));
+      r.jobs[i].estimate_p50_s = e.p50_s;
+      r.jobs[i].estimate_p90_s = e.p90_s;
       arrival_estimates.push_back({i, std::move(e)});
     }
 
@@ -637,8 +639,9 @@ Status WriteQueueSimOutputs(const QueueSimResult& r, const std::string& dir) {
   std::ofstream out(path);
   if (!out) return MakeError(ErrorCode::kIo, "cannot write '{}'", path);
   // reserved_s: the first backfill reservation the job got as the blocked
-  // head; empty if it never had one.
-  out << "id,name,num_gpu,gpu_milli,submit_s,start_s,finish_s,queue_delay_s,jct_s,reserved_s,nodes,switches,slowdown,comm_share,outcome,reason,tenant,preemptions,lost_gpu_s\n";
+  // head; empty if it never had one. estimate_p50_s / _p90_s: the start
+  // estimated at its arrival (--start-estimates), empty if none.
+  out << "id,name,num_gpu,gpu_milli,submit_s,start_s,finish_s,queue_delay_s,jct_s,reserved_s,nodes,switches,slowdown,comm_share,outcome,reason,tenant,preemptions,lost_gpu_s,estimate_p50_s,estimate_p90_s\n";
   for (const QueueJobRecord& j : r.jobs) {
     std::string reason = j.reason;
     std::replace(reason.begin(), reason.end(), '"', '\'');
@@ -647,11 +650,13 @@ Status WriteQueueSimOutputs(const QueueSimResult& r, const std::string& dir) {
       const std::string comm = j.comm_share >= 0 ? fmt::format("{:.4f}", j.comm_share) : std::string();
       const std::string nodes = j.num_gpu > 1 ? std::to_string(j.nodes) : std::string();
       const std::string switches = j.num_gpu > 1 && j.switches > 0 ? std::to_string(j.switches) : std::string();
-      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{},finished,,{},{},{}\n", j.id, j.name, j.num_gpu,
+      auto opt = [](int64_t v) { return v >= 0 ? std::to_string(v) : std::string(); };
+      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{},finished,,{},{},{},{},{}\n", j.id, j.name, j.num_gpu,
                          j.gpu_milli, j.submit_s, j.start_s, j.finish_s, j.start_s - j.submit_s, j.finish_s - j.submit_s,
-                         reserved, nodes, switches, j.slowdown, comm, j.tenant, j.preemptions, j.lost_gpu_s);
+                         reserved, nodes, switches, j.slowdown, comm, j.tenant, j.preemptions, j.lost_gpu_s,
+                         opt(j.estimate_p50_s), opt(j.estimate_p90_s));
     } else {
-      out << fmt::format("{},{},{},{},{},,,,,,,,,,unresolvable,\"{}\",{},,\n", j.id, j.name, j.num_gpu, j.gpu_milli,
+      out << fmt::format("{},{},{},{},{},,,,,,,,,,unresolvable,\"{}\",{},,,,\n", j.id, j.name, j.num_gpu, j.gpu_milli,
                          j.submit_s, reason, j.tenant);
     }
   }

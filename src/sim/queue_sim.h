@@ -140,6 +140,9 @@ struct QueueJobRecord {
   int64_t lost_gpu_s = 0;   // work redone + restart penalties, GPU-seconds
   int64_t run_s = 0;        // wall time it ran, over all its runs
   int64_t run_start_s = -1; // start of its current run
+  // --start-estimates: its estimated start (P50, P90) given after its
+  // arrival pass; -1 if it was not sampled or started at once.
+  int64_t estimate_p50_s = -1, estimate_p90_s = -1;
 };
 
 // Per tenant (leaves), over its finished jobs.
