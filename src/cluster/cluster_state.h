@@ -140,6 +140,9 @@ class ClusterState {
   bool HasAllocation(JobId job) const { return allocations_.contains(job); }
   const Placement* FindAllocation(JobId job) const;
   size_t num_allocations() const { return allocations_.size(); }
+  // Every allocation by job id (unordered: for order-free uses such as
+  // telling a fresh profile's reserve plugins what is bound).
+  const std::unordered_map<JobId, Placement>& allocations() const { return allocations_; }
 
   // Checks that `placement` fits on the current free capacity, without changing
   // anything. The error names the node, the resource and the shortfall.

@@ -77,6 +77,7 @@ class Framework {
 
   // rank[node] orders nodes for tie-breaking (lower wins); empty = random.
   void SetNodePriority(std::vector<uint32_t> rank) { node_rank_ = std::move(rank); }
+  const std::vector<uint32_t>& node_priority() const { return node_rank_; }
 
  private:
   Result<Placement> ScheduleOnOneNode(const CycleContext& ctx, const PodRequest& pod);

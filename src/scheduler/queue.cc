@@ -52,7 +52,7 @@ JobShape JobShape::Of(const PodRequest& pod) {
 
 // --- JobQueue -------------------------------------------------------------
 
-JobQueue::JobQueue(Scheduler& scheduler, QueuePolicy policy) : scheduler_(scheduler), policy_(policy) {}
+JobQueue::JobQueue(Scheduler& scheduler, QueuePolicy policy) : scheduler_(&scheduler), policy_(policy) {}
 
 void JobQueue::AddShape(const Entry& e) {
   auto [it, inserted] = shapes_.try_emplace(e.shape, WaitingShape{e.request, 0});
@@ -94,7 +94,7 @@ Status JobQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolvable
                      "job '{}' ({}) has no duration; a queue needs each job's run time to know when it ends",
                      job.name, job.source);
   }
-  auto request = ResolveRequest(job, scheduler_.cluster().models());
+  auto request = ResolveRequest(job, scheduler_->cluster().models());
   if (!request) {
     unresolvable.push_back({&job, request.error().message});
     return Ok();
@@ -121,8 +121,8 @@ Status JobQueue::Finish(const Job& job) {
   if (it == running_jobs_.end()) {
     return MakeError(ErrorCode::kNotFound, "job '{}' ({}) is not running; it cannot finish", job.name, job.source);
   }
-  TIDAL_RETURN_IF_ERROR(scheduler_.Release(job));
-  running_.erase({it->second.first, job.id});
+  TIDAL_RETURN_IF_ERROR(scheduler_->Release(job));
+  running_.erase({it->second.planned_end, job.id});
   running_jobs_.erase(it);
   // Capacity grew: every earlier "does not fit" and the reservation are stale.
   std::fill(unfit_.begin(), unfit_.end(), 0);
@@ -140,18 +140,58 @@ void JobQueue::MarkStarted(const Entry& e, int64_t now, int64_t run_s, QueuePass
   // Reservations plan with the estimated end; the job really ends at `end`.
   const int64_t planned = now + std::max(run_s, e.job->PlannedRun(run_s));
   running_.insert({planned, e.job->id});
-  running_jobs_[e.job->id] = {planned, e.job};
+  running_jobs_[e.job->id] = {planned, e.job, now, now + run_s};
   pass.started.push_back(e.job);
   pass.ends.push_back(now + run_s);
+}
+
+std::unique_ptr<WorkQueue> JobQueue::Fork(Scheduler& scheduler, const JobLookup& jobs) const {
+  std::unique_ptr<JobQueue> f(new JobQueue(*this));
+  f->scheduler_ = &scheduler;
+  f->run_time_ = nullptr;
+  auto remap = [&](const Job* j) {
+    const Job* n = j != nullptr ? jobs(j->id) : nullptr;
+    return n != nullptr ? n : j;
+  };
+  for (Entry& e : f->waiting_) e.job = e.request.job = remap(e.job);
+  for (auto& [shape, w] : f->shapes_) w.request.job = remap(w.request.job);
+  for (auto& [id, r] : f->running_jobs_) {
+    const Job* n = remap(r.job);
+    // A new run time stretches the run as the placement stretched the old.
+    const int64_t d = *r.job->duration_s, nd = *n->duration_s;
+    if (nd != d) {
+      const int64_t run = r.end - r.start;
+      r.end = r.start + (d > 0 ? (run * nd + d - 1) / d : nd);
+    }
+    r.job = n;
+  }
+  return f;
+}
+
+int64_t JobQueue::RunEnd(JobId job) const {
+  auto it = running_jobs_.find(job);
+  return it == running_jobs_.end() ? -1 : it->second.end;
+}
+
+int64_t JobQueue::RunTimeAtLeast(JobId job, int64_t now) const {
+  if (auto it = running_jobs_.find(job); it != running_jobs_.end()) {
+    const Running& r = it->second;
+    const int64_t run = r.end - r.start;
+    // Base seconds done: the elapsed share of the run (the run is the base
+    // run time stretched by the placement).
+    const int64_t done = run > 0 ? (now - r.start) * *r.job->duration_s / run : 0;
+    return done + 1;
+  }
+  return 0;  // waiting (this queue never preempts), or not held
 }
 
 void JobQueue::ComputeReservation(const Entry& head, int64_t now) {
   reservation_valid_ = true;
   reservation_head_seq_ = head.seq;
-  if (largest_node_gpus_ < 0) largest_node_gpus_ = gang::LargestNodeGpus(scheduler_.cluster());
-  reservation_.Compute(scheduler_.cluster(), running_, head.request, now,
+  if (largest_node_gpus_ < 0) largest_node_gpus_ = gang::LargestNodeGpus(scheduler_->cluster());
+  reservation_.Compute(scheduler_->cluster(), running_, head.request, now,
                        {.compact = head_deferred_,
-                        .gangs_gather = scheduler_.framework().profile().gang != nullptr,
+                        .gangs_gather = scheduler_->framework().profile().gang != nullptr,
                         .largest_node_gpus = largest_node_gpus_});
 }
 
@@ -212,9 +252,9 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
       continue;
     }
     // Long jobs are steered off the nodes the head's reservation counts on.
-    if (!short_job && reservation_.fitting_nodes() > 0) scheduler_.set_reserved_nodes(reservation_.fits());
-    auto bound = scheduler_.ScheduleAndBind(*e.job);
-    scheduler_.set_reserved_nodes({});
+    if (!short_job && reservation_.fitting_nodes() > 0) scheduler_->set_reserved_nodes(reservation_.fits());
+    auto bound = scheduler_->ScheduleAndBind(*e.job);
+    scheduler_->set_reserved_nodes({});
     if (!bound) {
       if (bound.error().code == ErrorCode::kUnschedulable) {
         update(k, [&] { unfit_[k] = 1; });
@@ -240,7 +280,7 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
     if (!ends_in_time && !reservation_.Take(head.request, **bound)) {
       // It would take capacity the head needs at its reservation: undo. The
       // scheduler is the only writer, so the what-if goes through it too.
-      TIDAL_RETURN_IF_ERROR(scheduler_.Release(*e.job));
+      TIDAL_RETURN_IF_ERROR(scheduler_->Release(*e.job));
       if (!short_job) update(k, [&] { delays_head_[k] = 1; });
       ++it;
       continue;
@@ -255,14 +295,14 @@ Status JobQueue::Backfill(int64_t now, QueuePass& pass) {
 
 Result<QueuePass> JobQueue::Schedule(int64_t now) {
   QueuePass pass;
-  scheduler_.set_now(now);
+  scheduler_->set_now(now);
   std::fill(deferred_.begin(), deferred_.end(), 0);
   head_deferred_ = false;
   // FIFO part: start heads while they fit.
   while (!waiting_.empty()) {
     const Entry& head = waiting_.front();
     if (unfit_[static_cast<size_t>(head.shape_id)]) break;  // still does not fit
-    auto bound = scheduler_.ScheduleAndBind(*head.job);
+    auto bound = scheduler_->ScheduleAndBind(*head.job);
     if (bound) {
       MarkStarted(head, now, RunTimeOf(*head.job, **bound), pass);
       Remove(waiting_.begin());

@@ -50,6 +50,7 @@
 #include <limits>
 #include <list>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -139,6 +140,29 @@ class WorkQueue {
   virtual int64_t reservation_s() const = 0;
   // Why a waiting job has not started (scheduler/explain.h).
   virtual std::vector<BlockingCause> Explain(const Job& job) = 0;
+
+  // --- Forward runs (sim/start_estimate.h) ---------------------------------
+  // The fork's copy of a live (waiting or running) job by id; nullptr for
+  // any other id.
+  using JobLookup = std::function<const Job*(JobId)>;
+  // A copy of this queue that runs on `scheduler` (a Scheduler::Fork of the
+  // one this queue runs on) and whose entries point at `jobs(id)`. A copy
+  // may carry another duration_s (a redrawn true run time): the queue keeps
+  // the work each job has done so far and recomputes from it what is left
+  // and when a running job's current run ends (RunEnd). What the queue
+  // plans with is unchanged: the jobs' estimate_s, and the planned ends of
+  // the running jobs. The copy has no run-time function: set one.
+  virtual std::unique_ptr<WorkQueue> Fork(Scheduler& scheduler, const JobLookup& jobs) const = 0;
+  // When a running job's current run ends (its QueuePass::ends entry, or
+  // its new end after a Fork with another run time); -1 if not running.
+  virtual int64_t RunEnd(JobId job) const = 0;
+  // The least a live job's true run time (duration_s, base seconds) can be
+  // given what the queue has seen by `now`: the work it has done (the
+  // checkpointed work of earlier runs plus its current run's progress) plus
+  // one second if it is known not to be done (it runs, or was preempted
+  // with work left); 0 for a job that never ran or that the queue does not
+  // hold.
+  virtual int64_t RunTimeAtLeast(JobId job, int64_t now) const = 0;
 };
 
 class JobQueue : public WorkQueue {
@@ -174,15 +198,20 @@ class JobQueue : public WorkQueue {
   // later jobs to consider), kNoReservation if there is none.
   std::vector<BlockingCause> Explain(const Job& job) override {
     const int64_t res = reservation_s();
-    return ExplainPending(scheduler_, job, {.reserved_for = head(), .reservation_s = res == kNoReservation ? -1 : res});
+    return ExplainPending(*scheduler_, job, {.reserved_for = head(), .reservation_s = res == kNoReservation ? -1 : res});
   }
   int64_t reservation_s() const override {
     return reservation_valid_ && !waiting_.empty() && reservation_head_seq_ == waiting_.front().seq
                ? reservation_.time_s()
                : kNoReservation;
   }
+  std::unique_ptr<WorkQueue> Fork(Scheduler& scheduler, const JobLookup& jobs) const override;
+  int64_t RunEnd(JobId job) const override;
+  int64_t RunTimeAtLeast(JobId job, int64_t now) const override;
 
  private:
+  JobQueue(const JobQueue&) = default;  // for Fork, which rebinds the pointers
+
   struct Entry {
     const Job* job = nullptr;
     PodRequest request;
@@ -200,7 +229,7 @@ class JobQueue : public WorkQueue {
   void ComputeReservation(const Entry& head, int64_t now);
   Status Backfill(int64_t now, QueuePass& pass);
 
-  Scheduler& scheduler_;
+  Scheduler* scheduler_;  // a pointer so that Fork can copy the rest and rebind it
   QueuePolicy policy_;
   RunTime run_time_;
   EntryList waiting_;
@@ -208,8 +237,13 @@ class JobQueue : public WorkQueue {
   std::map<JobShape, WaitingShape> shapes_;
   uint64_t shapes_version_ = 0;
 
-  std::set<std::pair<int64_t, JobId>> running_;  // (end time, job id)
-  std::unordered_map<JobId, std::pair<int64_t, const Job*>> running_jobs_;
+  std::set<std::pair<int64_t, JobId>> running_;  // (planned end time, job id)
+  struct Running {
+    int64_t planned_end = 0;
+    const Job* job = nullptr;
+    int64_t start = 0, end = 0;  // the current run, as it really goes
+  };
+  std::unordered_map<JobId, Running> running_jobs_;
 
   std::map<JobShape, int32_t> shape_ids_;
   std::vector<int64_t> waiting_by_id_;  // waiting jobs per interned shape

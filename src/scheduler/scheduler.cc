@@ -29,6 +29,18 @@ Status Scheduler::Bind(const Job& job, Placement placement) {
   return Ok();
 }
 
+Scheduler Scheduler::Fork(Profile profile, const std::function<const Job*(JobId)>& job_of) const {
+  Scheduler s(cluster_, std::move(profile), 0);
+  s.rng_ = rng_;
+  s.now_s_ = now_s_;
+  s.cost_ = cost_;
+  s.framework_.SetNodePriority(framework_.node_priority());
+  if (!s.framework_.profile().reserves.empty()) {
+    for (const auto& [id, p] : s.cluster_.allocations()) s.framework_.NotifyBound(s.cluster_, *job_of(id), p);
+  }
+  return s;
+}
+
 Status Scheduler::Release(const Job& job) {
   const Placement* p = cluster_.FindAllocation(job.id);
   if (p == nullptr) return MakeError(ErrorCode::kNotFound, "job '{}' holds no allocation", job.name);

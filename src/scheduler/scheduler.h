@@ -5,6 +5,7 @@
 // real manager).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <unordered_map>
 
@@ -35,6 +36,17 @@ class Scheduler {
   // Binds a placement decided earlier (a what-if that is undone: the victims
   // of a preemption plan that did not work out go back where they were).
   Status Bind(const Job& job, Placement placement);
+
+  // A copy that goes its own way from here (a forward run of the queue,
+  // sim/start_estimate.h): the same cluster state, random state and clock,
+  // with `profile` — fresh plugins of the same placer, since plugins are not
+  // copyable — whose reserve plugins are told of every allocation
+  // (`job_of` gives the job bound under an id). Plugins whose only state is
+  // what Reserve/Unreserve tell them and caches (all of tidal's) then
+  // decide exactly as this scheduler's would. The placement cost is shared
+  // (borrowed as here); no reserved nodes or no-defer flag carry over (both
+  // are set and cleared within a pass).
+  Scheduler Fork(Profile profile, const std::function<const Job*(JobId)>& job_of) const;
 
   // The driver's clock, handed to plugins (CycleContext::now_s).
   void set_now(int64_t now_s) { now_s_ = now_s; }

@@ -77,5 +77,64 @@ RC_GTEST_PROP(SchedulerProperty, AnyPlaceReleaseSequenceKeepsCapacityExact, ()) 
   RC_ASSERT(sched.cluster().CheckInvariants().has_value());
 }
 
+// A fork (Scheduler::Fork, for forward runs of the queue) with fresh plugins
+// of the same policy decides exactly as the scheduler it was forked from:
+// the same placement or the same refusal for every later job, random
+// placers and GpuClustering's per-node shape counts included.
+RC_GTEST_PROP(SchedulerProperty, AForkDecidesAsTheOriginal, ()) {
+  const auto& names = plugins::PolicyNames();
+  const std::string policy = names[static_cast<size_t>(*rc::gen::inRange<int>(0, static_cast<int>(names.size())))];
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < 6; ++i) nodes.push_back({"n" + std::to_string(i), 32000, 131072, *rc::gen::element(2, 4, 8), i % 2 ? "A" : "B"});
+  auto cluster = ClusterState::Build(nodes);
+  RC_ASSERT(cluster.has_value());
+  const int njobs = *rc::gen::inRange(2, 50);
+  std::vector<Job> jobs(static_cast<size_t>(njobs));
+  for (int i = 0; i < njobs; ++i) {
+    Job& j = jobs[static_cast<size_t>(i)];
+    j.id = i;
+    j.name = "j" + std::to_string(i);
+    j.cpu_milli = *rc::gen::inRange<int64_t>(0, 8000);
+    j.memory_mib = 1024;
+    j.num_gpu = *rc::gen::inRange(1, 5);
+    j.gpu_milli = *rc::gen::element(1000, 1000, 500, 250);
+    if (j.gpu_milli < 1000) j.num_gpu = 1;
+    j.single_node = j.gpu_milli < 1000 || *rc::gen::arbitrary<bool>();
+  }
+  auto typical = BuildTypicalPods(jobs, cluster->models());
+  RC_ASSERT(typical.has_value());
+  auto frag = std::make_shared<FragmentationModel>(std::move(*typical));
+  auto profile = plugins::MakePolicyProfile(policy, frag);
+  RC_ASSERT(profile.has_value());
+  Scheduler sched(std::move(*cluster), std::move(*profile), *rc::gen::arbitrary<uint64_t>());
+  const size_t split = static_cast<size_t>(*rc::gen::inRange(0, njobs));
+  std::vector<const Job*> running;
+  for (size_t i = 0; i < split; ++i) {
+    if (!running.empty() && *rc::gen::inRange(0, 4) == 0) {
+      RC_ASSERT(sched.Release(*running.back()).has_value());
+      running.pop_back();
+    }
+    if (sched.ScheduleAndBind(jobs[i])) running.push_back(&jobs[i]);
+  }
+  auto fresh = plugins::MakePolicyProfile(policy, frag);
+  RC_ASSERT(fresh.has_value());
+  Scheduler fork = sched.Fork(std::move(*fresh), [&](JobId id) { return &jobs[static_cast<size_t>(id)]; });
+  for (size_t i = split; i < jobs.size(); ++i) {
+    auto a = sched.ScheduleAndBind(jobs[i]);
+    auto b = fork.ScheduleAndBind(jobs[i]);
+    RC_ASSERT(a.has_value() == b.has_value());
+    if (!a) {
+      RC_ASSERT(a.error().code == b.error().code);
+      continue;
+    }
+    RC_ASSERT((*a)->assignments.size() == (*b)->assignments.size());
+    for (size_t k = 0; k < (*a)->assignments.size(); ++k) {
+      RC_ASSERT((*a)->assignments[k].node == (*b)->assignments[k].node);
+      RC_ASSERT((*a)->assignments[k].gpus == (*b)->assignments[k].gpus);
+      RC_ASSERT((*a)->assignments[k].gpu_milli == (*b)->assignments[k].gpu_milli);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tidal

@@ -60,14 +60,57 @@ Result<TenantQueueOptions> TenantQueueOptionsFor(QueuePolicy policy) {
 bool NeedsTenants(QueuePolicy policy) { return UsesTenantQueue(policy) && policy != QueuePolicy::kLas; }
 
 TenantQueue::TenantQueue(Scheduler& scheduler, std::shared_ptr<const tenancy::TenantTree> tree, TenantQueueOptions options)
-    : scheduler_(scheduler), tree_(std::move(tree)), options_(std::move(options)) {
+    : scheduler_(&scheduler), tree_(std::move(tree)), options_(std::move(options)) {
   if (tree_) {
     usage_ = *tree_;
-    meter_ = std::make_unique<tenancy::UsageMeter>(*tree_, options_.half_life_s);
+    meter_.emplace(*tree_, options_.half_life_s);
     gpu_res_ = tree_->resource("gpu");
     leaves_ = tree_->Leaves();
   }
   if (!tree_) options_.quotas = false;
+}
+
+std::unique_ptr<WorkQueue> TenantQueue::Fork(Scheduler& scheduler, const JobLookup& jobs) const {
+  std::unique_ptr<TenantQueue> f(new TenantQueue(*this));
+  f->scheduler_ = &scheduler;
+  f->run_time_ = nullptr;
+  auto remap = [&](const Job* j) {
+    const Job* n = j != nullptr ? jobs(j->id) : nullptr;
+    return n != nullptr ? n : j;
+  };
+  for (auto& [id, e] : f->entries_) {
+    const Job* n = remap(e.job);
+    if (*n->duration_s != *e.job->duration_s) {
+      // Keep the work done (base seconds before the current run, which is
+      // the checkpointed work); what is left and the run's end follow.
+      const int64_t done = *e.job->duration_s - e.remaining_s;
+      e.remaining_s = std::max<int64_t>(0, *n->duration_s - done);
+      if (e.running) e.end_s = e.start_s + RunSeconds(e);
+    }
+    e.job = e.request.job = n;
+  }
+  // The copies' pointers into entries_ point at the original's entries.
+  auto entry = [&](const Entry* old) { return &f->entries_.at(old->job->id); };
+  for (Entry*& p : f->waiting_) p = entry(p);
+  for (Entry*& p : f->running_list_) p = entry(p);
+  for (auto& [shape, w] : f->shapes_) w.request.job = remap(w.request.job);
+  f->head_ = remap(head_);
+  return f;
+}
+
+int64_t TenantQueue::RunEnd(JobId job) const {
+  auto it = entries_.find(job);
+  return it != entries_.end() && it->second.running ? it->second.end_s : -1;
+}
+
+int64_t TenantQueue::RunTimeAtLeast(JobId job, int64_t now) const {
+  auto it = entries_.find(job);
+  if (it == entries_.end()) return 0;
+  const Entry& e = it->second;
+  const int64_t done = *e.job->duration_s - e.remaining_s;  // checkpointed, before the current run
+  if (!e.running) return e.restarts > 0 ? done + 1 : 0;  // a preempted job had work left (remaining >= 1)
+  const int64_t useful = std::max<int64_t>(0, now - e.start_s - (e.restarts > 0 ? options_.restart_penalty_s : 0));
+  return done + static_cast<int64_t>(std::floor(static_cast<double>(useful) / std::max(1e-9, e.stretch))) + 1;
 }
 
 TenantId TenantQueue::tenant_of(const Job& job) const {
@@ -92,7 +135,7 @@ std::vector<BlockingCause> TenantQueue::Explain(const Job& job) {
   ctx.reserved_for = head();
   const int64_t res = reservation_s();
   ctx.reservation_s = res == kNoReservation ? -1 : res;
-  return ExplainPending(scheduler_, job, ctx);
+  return ExplainPending(*scheduler_, job, ctx);
 }
 
 void TenantQueue::AddShape(const Entry& e) {
@@ -129,7 +172,7 @@ Status TenantQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolva
   if (entries_.contains(job.id)) {
     return MakeError(ErrorCode::kInvalidArgument, "job id {} ('{}', {}) is already queued or running", job.id, job.name, job.source);
   }
-  auto request = ResolveRequest(job, scheduler_.cluster().models());
+  auto request = ResolveRequest(job, scheduler_->cluster().models());
   if (!request) {
     unresolvable.push_back({&job, request.error().message});
     return Ok();
@@ -208,7 +251,7 @@ Status TenantQueue::Finish(const Job& job) {
   }
   Entry& e = it->second;
   if (meter_) meter_->Advance(e.end_s);
-  TIDAL_RETURN_IF_ERROR(scheduler_.Release(job));
+  TIDAL_RETURN_IF_ERROR(scheduler_->Release(job));
   Account(e, -1);
   running_.erase({e.planned_end_s, job.id});
   UnlistRunning(e);
@@ -271,7 +314,7 @@ bool TenantQueue::AdmitsNow(const Entry& e) const {
 
 bool TenantQueue::OthersHoldFloor(const Entry& e) const {
   if (!gpu_res_) return false;
-  const ClusterState& c = scheduler_.cluster();
+  const ClusterState& c = scheduler_->cluster();
   // Others hold more than the capacity outside its floor (a floor above the
   // cluster's size counts as the whole cluster).
   const int64_t total = c.total_gpu_milli();
@@ -283,11 +326,15 @@ bool TenantQueue::ReclaimRight(const Entry& e) const {
   return options_.reclaim && options_.quotas && e.tier != Tier::kSpot && usage_.FitsOwnQuota(e.tenant, e.quota);
 }
 
+int64_t TenantQueue::RunSeconds(const Entry& e) const {
+  const int64_t run = static_cast<int64_t>(std::ceil(static_cast<double>(e.remaining_s) * e.stretch - 1e-9));
+  return run + (e.restarts > 0 ? options_.restart_penalty_s : 0);
+}
+
 void TenantQueue::Start(Entry& e, const Placement& p, int64_t now, QueuePass& pass) {
   const int64_t full = run_time_ ? run_time_(*e.job, p) : *e.job->duration_s;
   e.stretch = *e.job->duration_s > 0 ? static_cast<double>(full) / static_cast<double>(*e.job->duration_s) : 1;
-  int64_t run = static_cast<int64_t>(std::ceil(static_cast<double>(e.remaining_s) * e.stretch - 1e-9));
-  if (e.restarts > 0) run += options_.restart_penalty_s;
+  const int64_t run = RunSeconds(e);
   e.running = true;
   e.start_s = now;
   e.end_s = now + run;
@@ -378,7 +425,7 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     // LAS on borrowed quota never overrides priority (no loop with it).
     if (las_borrowed && v.tier != Tier::kGuaranteed && v.job->priority <= e.job->priority && LasQueue(v, now) > my_queue) ok = true;
     if (!ok) continue;
-    cands.push_back({v.job, LostIfPreempted(v, now, nullptr), v.tenant, scheduler_.cluster().FindAllocation(v.job->id)});
+    cands.push_back({v.job, LostIfPreempted(v, now, nullptr), v.tenant, scheduler_->cluster().FindAllocation(v.job->id)});
     cand_entries.push_back(&v);
   }
   if (cands.empty()) return false;
@@ -407,10 +454,10 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     return still_borrowing_after(v, chosen);
   };
   auto plan_once = [&]() {
-    auto p = PlanPreemption(scheduler_.cluster(), e.request, cands, admissible, e.committed_domain);
+    auto p = PlanPreemption(scheduler_->cluster(), e.request, cands, admissible, e.committed_domain);
     if (!p && e.committed_domain) {
       e.committed_domain.reset();  // the committed domain no longer works: choose again
-      p = PlanPreemption(scheduler_.cluster(), e.request, cands, admissible, std::nullopt);
+      p = PlanPreemption(scheduler_->cluster(), e.request, cands, admissible, std::nullopt);
     }
     return p;
   };
@@ -425,37 +472,37 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
   std::vector<std::pair<Entry*, Placement>> saved;
   for (size_t i : plan->victims) {
     Entry& v = *cand_entries[i];
-    saved.push_back({&v, *scheduler_.cluster().FindAllocation(v.job->id)});
-    TIDAL_RETURN_IF_ERROR(scheduler_.Release(*v.job));
+    saved.push_back({&v, *scheduler_->cluster().FindAllocation(v.job->id)});
+    TIDAL_RETURN_IF_ERROR(scheduler_->Release(*v.job));
     Account(v, -1);
   }
   Result<Placement> placed = MakeError(ErrorCode::kUnschedulable, "quota");
-  if (AdmitsNow(e)) placed = scheduler_.TrySchedule(*e.job);
+  if (AdmitsNow(e)) placed = scheduler_->TrySchedule(*e.job);
   if (!placed && placed.error().code == ErrorCode::kDeferred && floor_held) {
     // Reclaiming its floor, which others held in part: take the best
     // placement the room made for it allows.
-    scheduler_.set_no_defer(true);
-    placed = scheduler_.TrySchedule(*e.job);
-    scheduler_.set_no_defer(false);
+    scheduler_->set_no_defer(true);
+    placed = scheduler_->TrySchedule(*e.job);
+    scheduler_->set_no_defer(false);
   }
   if (!placed) {
     for (auto& [v, p] : saved) {
-      TIDAL_RETURN_IF_ERROR(scheduler_.Bind(*v->job, std::move(p)));
+      TIDAL_RETURN_IF_ERROR(scheduler_->Bind(*v->job, std::move(p)));
       Account(*v, +1);
     }
     return false;
   }
   for (auto& [v, p] : saved) TIDAL_RETURN_IF_ERROR(Evict(*v, now, pass));
-  TIDAL_RETURN_IF_ERROR(scheduler_.Bind(*e.job, std::move(*placed)));
-  Start(e, *scheduler_.cluster().FindAllocation(e.job->id), now, pass);
+  TIDAL_RETURN_IF_ERROR(scheduler_->Bind(*e.job, std::move(*placed)));
+  Start(e, *scheduler_->cluster().FindAllocation(e.job->id), now, pass);
   return true;
 }
 
 Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   QueuePass pass;
-  scheduler_.set_now(now);
+  scheduler_->set_now(now);
   if (meter_) meter_->Advance(now);
-  if (largest_node_gpus_ < 0) largest_node_gpus_ = gang::LargestNodeGpus(scheduler_.cluster());
+  if (largest_node_gpus_ < 0) largest_node_gpus_ = gang::LargestNodeGpus(scheduler_->cluster());
   // Without preemption, when no waiting shape fits since the last release
   // nothing can start: skip the pass (the order and reservation are unchanged
   // in effect; the reserved job keeps its reservation).
@@ -560,9 +607,9 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
       if (e.job->PlannedRun(e.remaining_s) >= delays_reserved[e.shape_id]) continue;
     }
     if (!unfit[e.shape_id]) {
-      if (long_job && reservation.fitting_nodes() > 0) scheduler_.set_reserved_nodes(reservation.fits());
-      bound = scheduler_.ScheduleAndBind(*e.job);
-      scheduler_.set_reserved_nodes({});
+      if (long_job && reservation.fitting_nodes() > 0) scheduler_->set_reserved_nodes(reservation.fits());
+      bound = scheduler_->ScheduleAndBind(*e.job);
+      scheduler_->set_reserved_nodes({});
     }
     if (bound) {
       if (holder != nullptr && reservation.time_s() != kNoReservation && !owed) {
@@ -571,7 +618,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
         const int64_t run = static_cast<int64_t>(std::ceil(static_cast<double>(e.remaining_s) * stretch - 1e-9)) +
                             (e.restarts > 0 ? options_.restart_penalty_s : 0);
         if (now + e.job->PlannedRun(run) > reservation.time_s() && !reservation.Take(holder->request, **bound)) {
-          TIDAL_RETURN_IF_ERROR(scheduler_.Release(*e.job));
+          TIDAL_RETURN_IF_ERROR(scheduler_->Release(*e.job));
           delays_reserved[e.shape_id] = std::min(delays_reserved[e.shape_id], e.job->PlannedRun(e.remaining_s));
           continue;  // it would delay the reserved job
         }
@@ -607,9 +654,9 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     if (code == ErrorCode::kDeferred && ReclaimRight(e) && OthersHoldFloor(e)) {
       // Within its tenant's floor while others hold part of it: it gets the
       // best placement there is now rather than waiting for a compact one.
-      scheduler_.set_no_defer(true);
-      auto now_bound = scheduler_.ScheduleAndBind(*e.job);
-      scheduler_.set_no_defer(false);
+      scheduler_->set_no_defer(true);
+      auto now_bound = scheduler_->ScheduleAndBind(*e.job);
+      scheduler_->set_no_defer(false);
       if (now_bound) {
         Start(e, **now_bound, now, pass);
         started[i] = 1;
@@ -620,9 +667,9 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     if (holder == nullptr) {
       if (options_.backfill) {
         holder = &e;
-        reservation.Compute(scheduler_.cluster(), running_, e.request, now,
+        reservation.Compute(scheduler_->cluster(), running_, e.request, now,
                             {.compact = code == ErrorCode::kDeferred,
-                             .gangs_gather = scheduler_.framework().profile().gang != nullptr,
+                             .gangs_gather = scheduler_->framework().profile().gang != nullptr,
                              .largest_node_gpus = largest_node_gpus_});
         head_reservation_ = reservation.time_s();
       } else if (options_.strict_fifo) {

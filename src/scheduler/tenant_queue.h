@@ -122,6 +122,9 @@ class TenantQueue : public WorkQueue {
   const Job* head() const override;
   int64_t reservation_s() const override;
   std::vector<BlockingCause> Explain(const Job& job) override;
+  std::unique_ptr<WorkQueue> Fork(Scheduler& scheduler, const JobLookup& jobs) const override;
+  int64_t RunEnd(JobId job) const override;
+  int64_t RunTimeAtLeast(JobId job, int64_t now) const override;
 
   const tenancy::TenantTree* tree() const { return tree_.get(); }
   const tenancy::TenantTree& usage_tree() const { return usage_; }
@@ -160,7 +163,12 @@ class TenantQueue : public WorkQueue {
     auto operator<=>(const OrderKey&) const = default;
   };
 
+  TenantQueue(const TenantQueue&) = default;  // for Fork, which rebinds the pointers
+
   OrderKey KeyOf(const Entry& e, int64_t now) const;
+  // Wall seconds of e's next (or current) run: what is left, stretched by
+  // the placement, plus the restart penalty after a preemption.
+  int64_t RunSeconds(const Entry& e) const;
   int32_t LasQueue(const Entry& e, int64_t now) const;
   int64_t GpusOf(const Entry& e) const { return e.request.num_gpu(); }
   void AddShape(const Entry& e);
@@ -176,11 +184,11 @@ class TenantQueue : public WorkQueue {
   int64_t LostIfPreempted(const Entry& v, int64_t now, int64_t* saved_run_s) const;
   Status Evict(Entry& v, int64_t now, QueuePass& pass);
 
-  Scheduler& scheduler_;
+  Scheduler* scheduler_;  // a pointer so that Fork can copy the rest and rebind it
   std::shared_ptr<const tenancy::TenantTree> tree_;
   tenancy::TenantTree usage_;  // the tree with live usage (copy of *tree_)
   TenantQueueOptions options_;
-  std::unique_ptr<tenancy::UsageMeter> meter_;
+  std::optional<tenancy::UsageMeter> meter_;
   std::optional<tenancy::ResourceId> gpu_res_;
   RunTime run_time_;
 

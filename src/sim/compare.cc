@@ -47,13 +47,15 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
     static const std::set<std::string> known = {"version", "name",   "jobs",   "format",  "nodes",       "topology",
                                                 "workload_model", "queue", "placers", "loads", "time_scales", "seeds",
                                                 "limit",  "max_wait", "slowdown_ok", "single_node_if_fits",
-                                                "policies", "tenants", "checkpoint_interval", "restart_penalty", "estimates"};
+                                                "policies", "tenants", "checkpoint_interval", "restart_penalty", "estimates",
+                                                "start_estimates", "start_estimate_samples"};
     for (const auto& kv : doc) {
       const std::string k = kv.first.as<std::string>();
       if (!known.contains(k)) {
         return MakeError(ErrorCode::kParse, "{}: unknown key '{}' (known: name, jobs, format, nodes, topology, workload_model, "
                                             "queue, placers, policies, tenants, loads, time_scales, seeds, limit, max_wait, "
-                                            "slowdown_ok, single_node_if_fits, checkpoint_interval, restart_penalty)",
+                                            "slowdown_ok, single_node_if_fits, checkpoint_interval, restart_penalty, estimates, "
+                                            "start_estimates, start_estimate_samples)",
                          where(kv.first), k);
       }
     }
@@ -115,6 +117,11 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
     }
     if (doc["checkpoint_interval"]) c.checkpoint_interval_s = doc["checkpoint_interval"].as<int64_t>();
     if (doc["restart_penalty"]) c.restart_penalty_s = doc["restart_penalty"].as<int64_t>();
+    if (doc["start_estimates"]) c.start_estimates = doc["start_estimates"].as<int64_t>();
+    if (doc["start_estimate_samples"]) c.start_estimate_samples = doc["start_estimate_samples"].as<int>();
+    if (c.start_estimates < 0 || c.start_estimate_samples < 1) {
+      return MakeError(ErrorCode::kParse, "{}: start_estimates must be >= 0 and start_estimate_samples >= 1", path);
+    }
     if (c.checkpoint_interval_s <= 0 || c.restart_penalty_s < 0) {
       return MakeError(ErrorCode::kParse, "{}: checkpoint_interval must be > 0 and restart_penalty >= 0", path);
     }
@@ -197,6 +204,8 @@ Result<std::vector<CompareRow>> RunCompare(const CompareConfig& config, int thre
       o.estimate = row.estimate;
       o.checkpoint_interval_s = config.checkpoint_interval_s;
       o.restart_penalty_s = config.restart_penalty_s;
+      o.start_estimates = config.start_estimates;
+      o.start_estimate_samples = config.start_estimate_samples;
       o.seed = row.seed;
       o.limit = config.limit;
       o.single_node_if_fits = config.single_node_if_fits;
@@ -359,16 +368,22 @@ nlohmann::json CompareJson(const CompareConfig& config, const std::vector<Compar
 std::string CompareTable(const std::vector<CompareRow>& rows) {
   auto pct = [](double v) { return v < 0 ? std::string("-") : fmt::format("{:.1f}", 100 * v); };
   if (!rows.empty() && !rows.front().result.tenants.empty()) {
-    std::string out = fmt::format("{:<18} {:>5} {:>4} {:>10} {:>9} {:>10} {:>10} {:>6} {:>7} {:>8} {:>7} {:>7} {:>8} {:>8}\n", "policy",
+    // With start estimates: the error of the P50 estimate, |P50 - actual| p50 / p90 in seconds, and the share of
+    // jobs that started by their P90.
+    const bool estimates = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.result.start_estimate_error.sampled > 0; });
+    std::string out = fmt::format("{:<18} {:>5} {:>4} {:>10} {:>9} {:>10} {:>10} {:>6} {:>7} {:>8} {:>7} {:>7} {:>8} {:>8}", "policy",
                                   "load", "seed", "wait_mean", "wait_p50", "wait_p99", "jct_mean", "alloc%", "strand%",
                                   "fair_mm", "ftf_max", "viol_h", "preempt", "lost_gph");
+    out += estimates ? fmt::format(" {:>6} {:>9} {:>9} {:>6}\n", "est_n", "est_p50", "est_p90", "cov%") : "\n";
     for (const auto& r : rows) {
       const auto& q = r.result;
-      out += fmt::format("{:<18} {:>5} {:>4} {:>10.0f} {:>9.0f} {:>10.0f} {:>10.0f} {:>6.1f} {:>7.2f} {:>8.2f} {:>7.2f} {:>7.1f} {:>8} {:>8.1f}\n",
+      out += fmt::format("{:<18} {:>5} {:>4} {:>10.0f} {:>9.0f} {:>10.0f} {:>10.0f} {:>6.1f} {:>7.2f} {:>8.2f} {:>7.2f} {:>7.1f} {:>8} {:>8.1f}",
                          r.policy, r.load > 0 ? fmt::format("{:.2f}", r.load) : fmt::format("x{:g}", r.time_scale), r.seed,
                          q.wait_s.mean, q.wait_s.p50, q.wait_s.p99, q.jct_s.mean, 100 * q.allocation_rate,
                          100 * q.stranded_gpu_share, q.fairness_max_min_slowdown, q.finish_time_fairness_max,
                          q.guarantee_violation_hours, q.preemptions, q.lost_gpu_hours);
+      const auto& e = q.start_estimate_error;
+      out += estimates ? fmt::format(" {:>6} {:>9.0f} {:>9.0f} {:>6.1f}\n", e.samples, e.p50, e.p90, 100 * e.coverage_p90) : "\n";
     }
     return out;
   }

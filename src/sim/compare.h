@@ -25,6 +25,8 @@
 //     - {name: tidal, queue: tidal, placer: topo}
 //   checkpoint_interval: 1800
 //   restart_penalty: 60
+//   start_estimates: 200      # optional: sim queue --start-estimates (error of
+//   start_estimate_samples: 20  # the start-time estimates, per row)
 //
 // Runs are independent and deterministic, so running them on several
 // threads gives the same rows in the same order.
@@ -57,6 +59,8 @@ struct CompareConfig {
   std::vector<ComparePolicy> policies;
   std::string tenants;  // sim queue --tenants: "proportional" or a file
   int64_t checkpoint_interval_s = 1800, restart_penalty_s = 60;
+  int64_t start_estimates = 0;  // sim queue --start-estimates; 0 = off
+  int start_estimate_samples = 20;
   std::vector<std::string> estimates = {"exact"};  // sim queue --estimate; a row per value
   std::vector<double> loads;        // offered loads (exclusive with time_scales)
   std::vector<double> time_scales;

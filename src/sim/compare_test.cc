@@ -152,6 +152,8 @@ TEST(CompareConfig, EveryErrorSaysWhere) {
       {"empty policies", v + "policies: []\n", "c.yaml: 'policies:' lists {name, queue, placer} maps"},
       {"zero checkpoint interval", v + p + "checkpoint_interval: 0\n", "c.yaml: checkpoint_interval must be > 0"},
       {"empty estimates", v + p + "estimates: []\n", "c.yaml:4: 'estimates:' is empty"},
+      {"negative start estimates", v + p + "start_estimates: -1\n", "c.yaml: start_estimates must be >= 0"},
+      {"zero samples", v + p + "start_estimate_samples: 0\n", "c.yaml: start_estimates must be >= 0 and start_estimate_samples >= 1"},
   };
   for (const Bad& b : cases) {
     SCOPED_TRACE(b.name);
@@ -246,6 +248,8 @@ policies:
 estimates: [exact, f-model:10]
 loads: [0.9]
 limit: 400
+start_estimates: 30
+start_estimate_samples: 3
 )",
                                                         kPhilly, kMachines));
   auto c = ReadCompareConfig(cfg);
@@ -263,6 +267,9 @@ limit: 400
     EXPECT_EQ(r.result.jobs_total, 400);
     EXPECT_EQ(r.result.estimate, r.estimate);
     EXPECT_FALSE(r.result.per_tenant.empty());
+    // 30 jobs drawn by the seed, estimated at arrival by forward runs.
+    EXPECT_EQ(r.result.start_estimate_error.sampled, 30);
+    EXPECT_EQ(r.result.start_estimate_error.samples + r.result.start_estimate_error.started_at_once, 30);
   }
   // Static partitions never borrow: no preemption, no guarantee violation.
   EXPECT_EQ((*rows)[0].result.preemptions, 0);
@@ -272,6 +279,8 @@ limit: 400
   EXPECT_TRUE(j["targets"][0].contains("wait_at_most_tenth_static"));
   EXPECT_EQ(j["targets"][0]["tidal_wait_mean"], (*rows)[4].result.wait_s.mean);
   EXPECT_NE(CompareTable(*rows).find("wait_mean"), std::string::npos);
+  EXPECT_NE(CompareTable(*rows).find("est_p50"), std::string::npos);
+  EXPECT_EQ(j["rows"][0]["start_estimate_error_s"]["sampled"], 30);
 }
 
 CompareRow Row(const std::string& policy, double load, uint64_t seed, double comm, double jct, double delay) {

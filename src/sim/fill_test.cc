@@ -78,7 +78,7 @@ TEST(FillTest, SmallClusterRunIsDeterministicAndConserving) {
   std::vector<Job> trace;
   for (int i = 0; i < 12; ++i) trace.push_back(Pod("s" + std::to_string(i), 2000, 1, 300 + 50 * i));
   trace.push_back(Pod("w", 8000, 2, 1000));
-  for (const std::string& policy : {"random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd"}) {
+  for (const std::string policy : {"random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd"}) {
     auto r1 = RunFill(nodes, trace, {policy, 1.3, 42});
     auto r2 = RunFill(nodes, trace, {policy, 1.3, 42});
     ASSERT_TRUE(r1.has_value()) << policy << ": " << r1.error().ToString();

@@ -101,4 +101,31 @@ int64_t StrandedTracker::Compute(const ClusterState& c, const std::map<JobShape,
   return total_;
 }
 
+StartEstimateError SummarizeStartEstimates(const std::vector<EstimatedStart>& estimates, int64_t sampled,
+                                           int64_t started_at_once) {
+  StartEstimateError e;
+  e.sampled = sampled;
+  e.started_at_once = started_at_once;
+  e.samples = static_cast<int64_t>(estimates.size());
+  if (estimates.empty()) return e;
+  std::vector<int64_t> abs;
+  double bias = 0;
+  int64_t covered = 0;
+  for (const EstimatedStart& x : estimates) {
+    abs.push_back(std::abs(x.p50_s - x.actual_s));
+    bias += static_cast<double>(x.p50_s - x.actual_s);
+    covered += x.actual_s <= x.p90_s;
+  }
+  std::sort(abs.begin(), abs.end());
+  const double n = static_cast<double>(estimates.size());
+  e.p50 = Percentile(abs, 50);
+  e.p90 = Percentile(abs, 90);
+  double sum = 0;
+  for (int64_t a : abs) sum += static_cast<double>(a);
+  e.mean = sum / n;
+  e.bias_mean = bias / n;
+  e.coverage_p90 = static_cast<double>(covered) / n;
+  return e;
+}
+
 }  // namespace tidal::sim

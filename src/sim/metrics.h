@@ -26,6 +26,24 @@ double Percentile(const std::vector<int64_t>& sorted, double q);
 // Sorts `values` and summarises them.
 Summary Summarize(std::vector<int64_t> values);
 
+// The measured error of start-time estimates on a replay (sim queue
+// --start-estimates N, sim/start_estimate.h; JSON start_estimate_error_s).
+struct EstimatedStart {
+  int64_t p50_s = 0, p90_s = 0;  // the estimate, given after the job's arrival pass
+  int64_t actual_s = 0;          // when it really started
+};
+struct StartEstimateError {
+  int64_t sampled = 0;          // jobs sampled (those the queue accepted)
+  int64_t started_at_once = 0;  // of them, started in their arrival pass: no estimate needed
+  int64_t samples = 0;          // estimates compared: the sampled jobs that had to wait
+  // |P50 estimate - actual start| over the compared jobs, seconds.
+  double p50 = 0, p90 = 0, mean = 0;
+  double bias_mean = 0;     // mean of (P50 estimate - actual): > 0 = estimates too late
+  double coverage_p90 = 0;  // share of the compared jobs whose actual start <= their P90
+};
+StartEstimateError SummarizeStartEstimates(const std::vector<EstimatedStart>& estimates, int64_t sampled,
+                                           int64_t started_at_once);
+
 // Idle GPU capacity that no waiting job can use, in milli-GPU.
 //
 // "Usable" is decided per device. A waiting shape can use node n if

@@ -363,11 +363,11 @@ TEST(PlacementSim, JobsCsvHasThePlacementColumns) {
   std::getline(in, row2);
   EXPECT_EQ(header,
             "id,name,num_gpu,gpu_milli,submit_s,start_s,finish_s,queue_delay_s,jct_s,reserved_s,nodes,switches,slowdown,"
-            "comm_share,outcome,reason,tenant,preemptions,lost_gpu_s");
+            "comm_share,outcome,reason,tenant,preemptions,lost_gpu_s,estimate_p50_s,estimate_p90_s");
   const QueueJobRecord& a = Rec(r, 1);
-  EXPECT_EQ(row1, fmt::format("1,j1,16,1000,0,0,{0},0,{0},,2,2,{1:.4f},{2:.4f},finished,,,0,0", a.finish_s, a.slowdown,
+  EXPECT_EQ(row1, fmt::format("1,j1,16,1000,0,0,{0},0,{0},,2,2,{1:.4f},{2:.4f},finished,,,0,0,,", a.finish_s, a.slowdown,
                               a.comm_share));
-  EXPECT_EQ(row2, "2,j2,1,1000,0,0,10,0,10,,,,1.0000,,finished,,,0,0");
+  EXPECT_EQ(row2, "2,j2,1,1000,0,0,10,0,10,,,,1.0000,,finished,,,0,0,,");
   std::ifstream sj(dir + "/summary.json");
   std::stringstream ss;
   ss << sj.rdbuf();

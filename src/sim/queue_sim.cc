@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <queue>
 
 #include "common/rng.h"
 #include "framework/fragmentation.h"
@@ -16,6 +15,8 @@
 #include "scheduler/scheduler.h"
 #include "scheduler/tenant_queue.h"
 #include "sim/placement_cost.h"
+#include "sim/replay.h"
+#include "sim/start_estimate.h"
 #include "sim/tenant_metrics.h"
 #include "tenancy/tenants_file.h"
 #include "topology/builder.h"
@@ -183,22 +184,11 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   }
 
   // Run-time estimates.
+  TIDAL_ASSIGN_OR_RETURN(const double estimate_f, EstimateFactor(options.estimate));
   if (options.estimate != "exact") {
-    double f = 0;
-    if (options.estimate.starts_with("f-model:")) {
-      try {
-        f = std::stod(options.estimate.substr(8));
-      } catch (...) {
-        f = 0;
-      }
-    }
-    if (!(f >= 1 && f <= 1e4)) {
-      return MakeError(ErrorCode::kInvalidArgument, "--estimate '{}': give exact or f-model:F with F in [1, 10000] (e.g. f-model:10)",
-                       options.estimate);
-    }
     for (Job& j : jobs) {
       Rng rng(options.seed * 1000003 + static_cast<uint64_t>(j.id));
-      const double u = 1 + (f - 1) * static_cast<double>(rng.Uniform(1u << 30)) / static_cast<double>(1u << 30);
+      const double u = 1 + (estimate_f - 1) * static_cast<double>(rng.Uniform(1u << 30)) / static_cast<double>(1u << 30);
       j.estimate_s = static_cast<int64_t>(std::ceil(static_cast<double>(*j.duration_s) * u));
     }
   }
@@ -225,7 +215,9 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     }
     frag = std::make_shared<FragmentationModel>(std::move(typical));
   }
-  TIDAL_ASSIGN_OR_RETURN(Profile profile, plugins::MakePolicyProfile(options.policy, frag));
+  if (options.start_estimate_samples < 1 || options.start_estimates < 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "--start-estimate-samples must be >= 1 and --start-estimates >= 0");
+  }
 
   r.policy = options.policy;
   r.queue = std::string(QueuePolicyName(options.queue));
@@ -249,33 +241,19 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     for (size_t i = 0; i < jobs.size(); ++i) r.jobs[i].tenant = jobs[i].group;
   }
 
-  Scheduler scheduler(std::move(cluster), std::move(profile), options.seed);
-  const ClusterState& c = scheduler.cluster();
-  std::unique_ptr<WorkQueue> queue_owner;
+  ReplaySetup setup{.placer = options.policy, .frag = frag, .queue = options.queue, .tenants = tenants,
+                    .cost = cost.get(), .seed = options.seed};
   if (UsesTenantQueue(options.queue)) {
-    TIDAL_ASSIGN_OR_RETURN(TenantQueueOptions to, TenantQueueOptionsFor(options.queue));
-    to.checkpoint_interval_s = options.checkpoint_interval_s;
-    to.restart_penalty_s = options.restart_penalty_s;
-    auto tq = std::make_unique<TenantQueue>(scheduler, tenants, to);
-    queue_owner = std::move(tq);
-  } else {
-    queue_owner = std::make_unique<JobQueue>(scheduler, options.queue);
+    TIDAL_ASSIGN_OR_RETURN(setup.tenant_options, TenantQueueOptionsFor(options.queue));
+    setup.tenant_options.checkpoint_interval_s = options.checkpoint_interval_s;
+    setup.tenant_options.restart_penalty_s = options.restart_penalty_s;
   }
-  WorkQueue& queue = *queue_owner;
-  // The placement a job got decides how long it runs (and what it measures).
-  std::unordered_map<JobId, PlacementEval> evals;
-  if (cost) {
-    scheduler.set_placement_cost(cost.get());
-    queue.SetRunTime([&](const Job& job, const Placement& p) -> int64_t {
-      auto e = cost->Evaluate(c, job, p);
-      if (!e) {
-        evals.erase(job.id);
-        return *job.duration_s;
-      }
-      evals[job.id] = *e;
-      return static_cast<int64_t>(std::ceil(static_cast<double>(*job.duration_s) * e->slowdown - 1e-9));
-    });
-  }
+  const int64_t t0 = *jobs.front().submit_time_s;
+  TIDAL_ASSIGN_OR_RETURN(std::unique_ptr<Replay> replay, Replay::Make(std::move(cluster), std::move(setup), t0));
+  const ClusterState& c = replay->cluster();
+  WorkQueue& queue = replay->queue();
+  std::unordered_map<JobId, PlacementEval> evals;  // the placement each multi-GPU job got, evaluated
+  replay->set_evals(&evals);
   // Locality and communication, GPU-time weighted over multi-GPU jobs.
   double multi_gpu_time = 0, multi_node_time = 0, multi_switch_time = 0, modelled_time = 0, comm_time = 0, slowdown_sum = 0;
   StrandedTracker stranded;
@@ -287,7 +265,6 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     double comm = 0;
   };
   std::unordered_map<JobId, RunShare> runs;
-  std::unordered_map<JobId, int64_t> current_end;  // finish events of preempted runs are stale
   double violation_tenant_s = 0;
   std::vector<double> tenant_violation_s(tenants ? static_cast<size_t>(tenants->size()) : 0, 0);
   std::vector<tenancy::TenantId> violating;
@@ -296,10 +273,6 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     guarantees.emplace(*tenants);
     guarantees->SetTotal(c.total_gpu_milli());
   }
-
-  // Finish events: (time, job id), earliest first, ties by id.
-  using Finish = std::pair<int64_t, JobId>;
-  std::priority_queue<Finish, std::vector<Finish>, std::greater<>> finishes;
 
   const int64_t total_milli = c.total_gpu_milli();
   int64_t done = 0;
@@ -320,22 +293,22 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   bool waiting_now = false;
 
   size_t next_arrival = 0;
-  const int64_t t0 = *jobs.front().submit_time_s;
   int64_t prev = t0;
   const int64_t progress_every = std::max<int64_t>(1, r.jobs_total / 100);
   int64_t next_progress = 0;
   std::vector<UnresolvableJob> rejected;
   // A finite --max-wait ends without any event of its own: wake the queue
   // when each multi-GPU job's wait runs out.
-  std::vector<int64_t> wakes;
   if (cost && options.max_wait_s > 0) {
+    std::vector<std::pair<int64_t, int64_t>> wakes;
     for (const Job& j : jobs)
-      if (j.num_gpu > 1) wakes.push_back(*j.submit_time_s + options.max_wait_s);
-    std::sort(wakes.begin(), wakes.end());
+      if (j.num_gpu > 1) wakes.push_back({*j.submit_time_s + options.max_wait_s, *j.submit_time_s});
+    replay->SetWakes(std::move(wakes));
   }
-  size_t next_wake = 0;
+  // Start-time estimates by forward runs of the replay's current state.
+  const StartEstimateOptions estimate_options{.f = estimate_f, .samples = options.start_estimate_samples, .seed = options.seed};
   // --explain: the state after the last pass at or before --at.
-  auto explain = [&](int64_t now, int64_t prev_pass) {
+  auto explain = [&](int64_t now, int64_t prev_pass) -> Status {
     if (options.explain_job >= 0 && r.explain.at_s < 0 && now - t0 > options.explain_at_s) {
       r.explain.job = options.explain_job;
       r.explain.at_s = prev_pass - t0;  // the state that holds at --at
@@ -345,7 +318,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       } else {
         const QueueJobRecord& rec = r.jobs[it->second];
         const bool arrived = rec.submit_s <= prev_pass;
-        const bool running = current_end.contains(rec.id);
+        const bool running = replay->running(rec.id);
         if (!arrived) r.explain.state = "not arrived";
         else if (rec.outcome == JobOutcome::kUnresolvable) r.explain.state = "unresolvable: " + rec.reason;
         else if (rec.finish_s >= 0 && rec.finish_s <= prev_pass) r.explain.state = "finished";
@@ -353,18 +326,32 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
         else {
           r.explain.state = "waiting";
           r.explain.causes = queue.Explain(jobs[it->second]);
+          TIDAL_ASSIGN_OR_RETURN(StartEstimate e, EstimateStart(*replay, rec.id, estimate_options));
+          r.explain.start_samples = e.samples;
+          if (e.p50_s >= 0) r.explain.start_p50_s = e.p50_s - t0;
+          if (e.p90_s >= 0) r.explain.start_p90_s = e.p90_s - t0;
         }
       }
     }
+    return Ok();
   };
-  while (next_arrival < jobs.size() || !finishes.empty()) {
-    int64_t now = kNoReservation;
-    if (next_arrival < jobs.size()) now = *jobs[next_arrival].submit_time_s;
-    if (!finishes.empty()) now = std::min(now, finishes.top().first);
-    while (next_wake < wakes.size() && wakes[next_wake] <= prev) ++next_wake;
-    if (next_wake < wakes.size() && queue.waiting() > 0) now = std::min(now, wakes[next_wake]);
-
-    explain(now, prev);
+  // --start-estimates N: N jobs drawn by the seed get an estimate right
+  // after the pass at their arrival; it is compared with their start at the end.
+  std::vector<uint8_t> estimate_wanted(jobs.size(), 0);
+  if (options.start_estimates > 0) {
+    std::vector<size_t> order(jobs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    Rng pick(options.seed * 7919 + 17);
+    pick.Shuffle(order);
+    for (size_t i = 0; i < order.size() && static_cast<int64_t>(i) < options.start_estimates; ++i) estimate_wanted[order[i]] = 1;
+  }
+  std::vector<std::pair<size_t, StartEstimate>> arrival_estimates;  // (job index, estimate)
+  int64_t estimates_sampled = 0, estimates_at_once = 0;
+  std::vector<const Job*> finished;
+  while (next_arrival < jobs.size() || replay->has_finishes()) {
+    const int64_t arrival = next_arrival < jobs.size() ? *jobs[next_arrival].submit_time_s : kNoReservation;
+    TIDAL_RETURN_IF_ERROR(explain(replay->PeekBatch(arrival), prev));
+    const int64_t now = replay->NextBatch(arrival);
     const int64_t dt = now - prev;
     alloc_integral += alloc_now * dt;
     for (tenancy::TenantId t : violating) tenant_violation_s[static_cast<size_t>(t)] += static_cast<double>(dt);
@@ -376,28 +363,27 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     }
     prev = now;
 
-    while (!finishes.empty() && finishes.top().first == now) {
-      const size_t i = index.at(finishes.top().second);
-      finishes.pop();
-      if (auto ce = current_end.find(jobs[i].id); ce == current_end.end() || ce->second != now) continue;  // preempted run
-      current_end.erase(jobs[i].id);
-      runs.erase(jobs[i].id);
-      TIDAL_RETURN_IF_ERROR(queue.Finish(jobs[i]));
-      if (guarantees) guarantees->Running(jobs[i], -1);
-      r.jobs[i].finish_s = now;
-      r.jobs[i].run_s += now - r.jobs[i].run_start_s;
+    finished.clear();
+    TIDAL_RETURN_IF_ERROR(replay->FinishesAt(now, finished));
+    for (const Job* j : finished) {
+      runs.erase(j->id);
+      if (guarantees) guarantees->Running(*j, -1);
+      QueueJobRecord& rec = r.jobs[index.at(j->id)];
+      rec.finish_s = now;
+      rec.run_s += now - rec.run_start_s;
       ++r.jobs_finished;
       ++done;
     }
     rejected.clear();
+    const size_t first_arrival = next_arrival;
     for (; next_arrival < jobs.size() && *jobs[next_arrival].submit_time_s == now; ++next_arrival) {
       const size_t before = rejected.size();
-      TIDAL_RETURN_IF_ERROR(queue.Push(jobs[next_arrival], rejected));
+      TIDAL_RETURN_IF_ERROR(replay->Arrive(jobs[next_arrival], rejected));
       if (guarantees && rejected.size() == before) guarantees->Waiting(jobs[next_arrival], +1);
     }
     for (const UnresolvableJob& u : rejected) unresolvable(u);
 
-    TIDAL_ASSIGN_OR_RETURN(QueuePass pass, queue.Schedule(now));
+    TIDAL_ASSIGN_OR_RETURN(QueuePass pass, replay->Pass(now));
     for (const PreemptedJob& pj : pass.preempted) {
       if (guarantees) {
         guarantees->Running(*pj.job, -1);
@@ -409,7 +395,6 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       rec.run_s += now - rec.run_start_s;
       ++r.preemptions;
       r.lost_gpu_hours += static_cast<double>(pj.lost_gpu_s) / 3600.0;
-      current_end.erase(pj.job->id);
       // Take back the part of its run's GPU time it did not run.
       if (auto rs = runs.find(pj.job->id); rs != runs.end()) {
         const double unrun = static_cast<double>(pj.job->num_gpu) * static_cast<double>(rs->second.end - now);
@@ -432,8 +417,6 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
       if (rec.start_s < 0) rec.start_s = now;  // queueing delay ends at the first start
       rec.run_start_s = now;
-      finishes.push({pass.ends[si], j->id});
-      current_end[j->id] = pass.ends[si];
       if (j->num_gpu < 2) continue;
       const Placement* p = c.FindAllocation(j->id);
       rec.nodes = static_cast<int32_t>(p->assignments.size());
@@ -484,18 +467,41 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     stranded_now = waiting_now ? stranded.Compute(c, queue.waiting_shapes(), queue.shapes_version()) : 0;
     r.max_waiting = std::max<int64_t>(r.max_waiting, static_cast<int64_t>(queue.waiting()));
 
+    for (size_t i = first_arrival; i < next_arrival; ++i) {
+      if (!estimate_wanted[i] || !replay->live().contains(jobs[i].id)) continue;  // not sampled, or rejected
+      ++estimates_sampled;
+      if (replay->running(jobs[i].id)) {
+        ++estimates_at_once;
+        continue;
+      }
+      TIDAL_ASSIGN_OR_RETURN(StartEstimate e, EstimateStart(*replay, jobs[i].id, estimate_options));
+      r.jobs[i].estimate_p50_s = e.p50_s;
+      r.jobs[i].estimate_p90_s = e.p90_s;
+      arrival_estimates.push_back({i, std::move(e)});
+    }
+
     if (options.progress && done >= next_progress) {
       options.progress({done, r.jobs_total, now - t0, static_cast<int64_t>(queue.waiting()),
                         static_cast<int64_t>(queue.running())});
       next_progress = done + progress_every;
     }
   }
-  explain(kNoReservation, prev);
+  TIDAL_RETURN_IF_ERROR(explain(kNoReservation, prev));
   if (queue.waiting() != 0 || queue.running() != 0) {
     return MakeError(ErrorCode::kInternal, "replay ended with {} jobs waiting and {} running; this is a bug",
                      queue.waiting(), queue.running());
   }
   if (options.progress) options.progress({done, r.jobs_total, prev - t0, 0, 0});
+
+  if (options.start_estimates > 0) {
+    std::vector<EstimatedStart> compared;
+    for (const auto& [i, e] : arrival_estimates) {
+      const QueueJobRecord& rec = r.jobs[i];
+      if (e.p50_s < 0 || rec.start_s < 0) continue;  // never started (rejected later)
+      compared.push_back({e.p50_s, e.p90_s, rec.start_s});
+    }
+    r.start_estimate_error = SummarizeStartEstimates(compared, estimates_sampled, estimates_at_once);
+  }
 
   r.start_s = t0;
   r.end_s = prev;
@@ -601,6 +607,19 @@ nlohmann::json QueueSimJson(const QueueSimResult& r) {
       causes.push_back({{"kind", b.kind}, {"detail", b.detail}, {"shortfall", b.shortfall}, {"resolvable", b.resolvable}});
     }
     j["explain"] = {{"job", r.explain.job}, {"at_s", r.explain.at_s}, {"state", r.explain.state}, {"causes", causes}};
+    if (r.explain.start_samples > 0) {
+      auto at = [](int64_t v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); };
+      j["explain"]["start_estimate"] = {
+          {"p50_s", at(r.explain.start_p50_s)}, {"p90_s", at(r.explain.start_p90_s)}, {"samples", r.explain.start_samples}};
+    }
+  }
+  if (r.start_estimate_error.sampled > 0) {
+    const StartEstimateError& e = r.start_estimate_error;
+    j["start_estimate_error_s"] = {{"p50", e.p50},         {"p90", e.p90},         {"mean", e.mean},
+                                   {"bias_mean", e.bias_mean}, {"coverage_p90", e.coverage_p90}, {"samples", e.samples},
+                                   {"sampled", e.sampled}, {"started_at_once", e.started_at_once}};
+  } else {
+    j["start_estimate_error_s"] = nullptr;
   }
   return j;
 }
@@ -620,8 +639,9 @@ Status WriteQueueSimOutputs(const QueueSimResult& r, const std::string& dir) {
   std::ofstream out(path);
   if (!out) return MakeError(ErrorCode::kIo, "cannot write '{}'", path);
   // reserved_s: the first backfill reservation the job got as the blocked
-  // head; empty if it never had one.
-  out << "id,name,num_gpu,gpu_milli,submit_s,start_s,finish_s,queue_delay_s,jct_s,reserved_s,nodes,switches,slowdown,comm_share,outcome,reason,tenant,preemptions,lost_gpu_s\n";
+  // head; empty if it never had one. estimate_p50_s / _p90_s: the start
+  // estimated at its arrival (--start-estimates), empty if none.
+  out << "id,name,num_gpu,gpu_milli,submit_s,start_s,finish_s,queue_delay_s,jct_s,reserved_s,nodes,switches,slowdown,comm_share,outcome,reason,tenant,preemptions,lost_gpu_s,estimate_p50_s,estimate_p90_s\n";
   for (const QueueJobRecord& j : r.jobs) {
     std::string reason = j.reason;
     std::replace(reason.begin(), reason.end(), '"', '\'');
@@ -630,11 +650,13 @@ Status WriteQueueSimOutputs(const QueueSimResult& r, const std::string& dir) {
       const std::string comm = j.comm_share >= 0 ? fmt::format("{:.4f}", j.comm_share) : std::string();
       const std::string nodes = j.num_gpu > 1 ? std::to_string(j.nodes) : std::string();
       const std::string switches = j.num_gpu > 1 && j.switches > 0 ? std::to_string(j.switches) : std::string();
-      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{},finished,,{},{},{}\n", j.id, j.name, j.num_gpu,
+      auto opt = [](int64_t v) { return v >= 0 ? std::to_string(v) : std::string(); };
+      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{},finished,,{},{},{},{},{}\n", j.id, j.name, j.num_gpu,
                          j.gpu_milli, j.submit_s, j.start_s, j.finish_s, j.start_s - j.submit_s, j.finish_s - j.submit_s,
-                         reserved, nodes, switches, j.slowdown, comm, j.tenant, j.preemptions, j.lost_gpu_s);
+                         reserved, nodes, switches, j.slowdown, comm, j.tenant, j.preemptions, j.lost_gpu_s,
+                         opt(j.estimate_p50_s), opt(j.estimate_p90_s));
     } else {
-      out << fmt::format("{},{},{},{},{},,,,,,,,,,unresolvable,\"{}\",{},,\n", j.id, j.name, j.num_gpu, j.gpu_milli,
+      out << fmt::format("{},{},{},{},{},,,,,,,,,,unresolvable,\"{}\",{},,,,\n", j.id, j.name, j.num_gpu, j.gpu_milli,
                          j.submit_s, reason, j.tenant);
     }
   }

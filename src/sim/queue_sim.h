@@ -15,6 +15,11 @@
 // GPU share = time-average of stranded idle milli-GPU (sim/metrics.h) over
 // total milli-GPU, over the time when at least one job waits. Jobs that can
 // never fit are reported as unresolvable and excluded from the metrics.
+//
+// The replay's moving parts live in a Replay (sim/replay.h), which a start-
+// time estimate forks and runs forward without arrivals (sim/
+// start_estimate.h): --explain's estimated start, and --start-estimates'
+// measured error. A fork never changes the replay.
 #pragma once
 
 #include <cstdint>
@@ -91,10 +96,19 @@ struct QueueSimOptions {
   // each job's estimate = its run time x a factor uniform in [1, F], seeded
   // by the seed and the job id). Jobs still run their real time.
   std::string estimate = "exact";
-  // --explain JOB --at T: after the first pass at or after T seconds from
-  // the first submission, why job JOB (its id) is waiting.
+  // --explain JOB --at T: in the state that holds T seconds after the
+  // first submission, why job JOB (its id) is waiting and when it is
+  // estimated to start (sim/start_estimate.h).
   int64_t explain_job = -1;
   int64_t explain_at_s = 0;
+  // Start-time estimates: forward runs per estimate (K; with exact
+  // estimates always one).
+  int start_estimate_samples = 20;
+  // --start-estimates N: N jobs drawn by the seed get a start estimate
+  // right after the pass at their arrival, compared at the end with their
+  // actual start (start_estimate_error_s). Off (0) by default: each costs K
+  // forward runs of the queue.
+  int64_t start_estimates = 0;
   // Called now and then during the replay (about every 1% of jobs).
   std::function<void(const QueueProgress&)> progress;
 };
@@ -126,6 +140,9 @@ struct QueueJobRecord {
   int64_t lost_gpu_s = 0;   // work redone + restart penalties, GPU-seconds
   int64_t run_s = 0;        // wall time it ran, over all its runs
   int64_t run_start_s = -1; // start of its current run
+  // --start-estimates: its estimated start (P50, P90) given after its
+  // arrival pass; -1 if it was not sampled or started at once.
+  int64_t estimate_p50_s = -1, estimate_p90_s = -1;
 };
 
 // Per tenant (leaves), over its finished jobs.
@@ -214,7 +231,13 @@ struct QueueSimResult {
     int64_t at_s = -1;       // the pass it was asked at (seconds from the first submission)
     std::string state;       // waiting, running, finished, not arrived, unresolvable
     std::vector<BlockingCause> causes;
+    // Waiting: its estimated start, P50 and P90 over the forward runs
+    // (seconds from the first submission; -1: it never starts in any).
+    int64_t start_p50_s = -1, start_p90_s = -1;
+    int start_samples = 0;  // forward runs; 0: no estimate (not waiting)
   } explain;
+  // --start-estimates: the estimates' measured error (samples 0 when off).
+  StartEstimateError start_estimate_error;
   double seconds = 0;             // wall time of the replay (not part of the JSON)
   std::vector<QueueJobRecord> jobs;  // in (submit, id) order
 };
