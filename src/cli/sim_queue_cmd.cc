@@ -18,6 +18,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
+#include "market/market_config.h"
 #include "plugins/registry.h"
 #include "scheduler/queue.h"
 #include "sim/queue_sim.h"
@@ -39,6 +40,7 @@ struct QueueArgs {
   int64_t start_estimates = 0;
   int start_estimate_samples = 20;
   std::string estimate = "exact";
+  std::string hoarding, market;
   uint64_t seed = 42;
   int64_t limit = 0;
   double load = 0, time_scale = 0, slowdown_ok = 1.0;
@@ -82,6 +84,25 @@ void PrintSummary(const sim::QueueSimResult& r) {
                "p90 {:.0f} s, mean {:.0f} s (bias {:+.0f} s), actual <= P90 for {:.1f}%\n",
                e.sampled, e.started_at_once, e.samples, e.p50, e.p90, e.mean, e.bias_mean, 100 * e.coverage_p90);
   }
+  if (r.zombies > 0) {
+    fmt::print("  zombies {}: hoarded {:.1f} GPU-hours idle, {} reclaimed by the market\n", r.zombies,
+               r.hoarded_gpu_hours, r.zombies_reclaimed);
+  }
+  if (r.market) {
+    const sim::MarketSimResult& m = *r.market;
+    fmt::print("  market: revenue {} credits, keep fees {}, price multiplier {:.2f}-{:.2f} (mean {:.2f}); ledger check "
+               "{} ({} transfers, grants {} = balances {})\n",
+               market::FormatCredits(m.revenue), market::FormatCredits(m.penalties), m.multiplier_min,
+               m.multiplier_max, m.multiplier_mean, m.check.ok() ? "ok" : "FAILED", m.check.transfers,
+               market::FormatCredits(m.check.grants), market::FormatCredits(m.check.tenant_balances));
+    fmt::print("    {:<14} {:>14} {:>14} {:>14} {:>12} {:>14}\n", "tenant", "granted", "spent", "lending", "fees",
+               "balance");
+    for (const auto& t : m.tenants)
+      fmt::print("    {:<14} {:>14} {:>14} {:>14} {:>12} {:>14}{}\n", t.name, market::FormatCredits(t.granted),
+                 market::FormatCredits(t.spent), market::FormatCredits(t.lending_credits),
+                 market::FormatCredits(t.hoarding_fees), market::FormatCredits(t.balance),
+                 t.over_budget ? "  over budget" : "");
+  }
   fmt::print("  replay took {:.2f} s\n", r.seconds);
 }
 
@@ -114,6 +135,17 @@ int RunQueueCommand(const QueueArgs& a) {
   options.explain_at_s = a.explain_at_s;
   options.start_estimates = a.start_estimates;
   options.start_estimate_samples = a.start_estimate_samples;
+  if (!a.hoarding.empty()) {
+    auto h = sim::ParseHoarding(a.hoarding);
+    if (!h) return fail(h.error());
+    options.hoarding = *h;
+  }
+  if (!a.market.empty()) {
+    auto cfg = a.market == "default" ? Result<market::MarketConfig>(market::DefaultMarketConfig())
+                                     : market::ReadMarketFile(a.market);
+    if (!cfg) return fail(cfg.error());
+    options.market = sim::MarketSimOptions{.config = *cfg};
+  }
   options.checkpoint_interval_s = a.checkpoint_interval_s;
   options.restart_penalty_s = a.restart_penalty_s;
   if (a.checkpoint_interval_s <= 0 || a.restart_penalty_s < 0) {
@@ -240,6 +272,11 @@ void RegisterSimQueueCommand(CLI::App& sim) {
                 "job id to explain: at --at, print whether it waits, every cause that blocks it (quota, capacity, "
                 "topology, placement, reservation) and its estimated start (P50, P90)");
   q->add_option("--at", args->explain_at_s, "seconds from the first submission for --explain")->capture_default_str();
+  q->add_option("--hoarding", args->hoarding,
+                "zombies: SHARE[:MIN_S:MAX_S[:SEED]] - that share of jobs keep their GPUs idle after their work "
+                "ends, for a time log-uniform in [MIN_S, MAX_S] (default 3600:172800)");
+  q->add_option("--market", args->market,
+                "run the market (tenant queues): a market config file (data/market/*.yaml) or 'default'");
   q->add_option("--start-estimates", args->start_estimates,
                 "estimate the start of N jobs (drawn by the seed) at their submission by running the queue forward, "
                 "and report the estimates' error against their actual start (start_estimate_error_s); 0 = off, each "

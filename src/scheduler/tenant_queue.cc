@@ -188,6 +188,9 @@ Status TenantQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolva
                        job.name, job.source, job.group, e.tenant == tenancy::kNoTenant ? "not" : "not a leaf");
     }
     e.tier = tree_->spec(e.tenant).tier;
+    if (e.tier == Tier::kStandard && static_cast<size_t>(e.tenant) < demoted_.size() &&
+        demoted_[static_cast<size_t>(e.tenant)])
+      e.tier = Tier::kSpot;
     const std::string& model = job.gpu_spec.size() == 1 ? job.gpu_spec.front() : std::string();
     for (tenancy::ResourceId r = 0; r < tree_->num_resources(); ++r) {
       const std::string& name = tree_->resource_name(r);
@@ -224,6 +227,16 @@ Status TenantQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolva
   waiting_.push_back(&it->second);
   AddShape(it->second);
   return Ok();
+}
+
+void TenantQueue::DemoteToSpot(tenancy::TenantId tenant) {
+  if (!tree_ || tenant == tenancy::kNoTenant || tree_->spec(tenant).tier != Tier::kStandard) return;
+  if (demoted_.size() < static_cast<size_t>(tree_->size())) demoted_.resize(static_cast<size_t>(tree_->size()), false);
+  if (demoted_[static_cast<size_t>(tenant)]) return;
+  demoted_[static_cast<size_t>(tenant)] = true;
+  for (Entry* e : waiting_)
+    if (e->tenant == tenant && e->tier == Tier::kStandard) e->tier = Tier::kSpot;
+  std::fill(unfit_.begin(), unfit_.end(), 0);  // what fits may have changed
 }
 
 void TenantQueue::UnlistRunning(Entry& e) {

@@ -130,6 +130,10 @@ class TenantQueue : public WorkQueue {
   const tenancy::TenantTree& usage_tree() const { return usage_; }
   tenancy::TenantId tenant_of(const Job& job) const;
   std::vector<TenantStatus> TenantStatuses() const;
+  // The market's budget rule (docs/market.md, "Budgets"): a tenant over budget
+  // runs as spot from now on — its waiting and later jobs; running ones keep
+  // their tier until they stop. Guaranteed-tier tenants are not demoted.
+  void DemoteToSpot(tenancy::TenantId tenant);
   // Checks the quota usage against the running jobs (tests).
   Status CheckInvariants() const;
 
@@ -194,6 +198,7 @@ class TenantQueue : public WorkQueue {
 
   std::unordered_map<JobId, Entry> entries_;
   std::vector<Entry*> waiting_;  // arrival order
+  std::vector<bool> demoted_;     // by tenant id: DemoteToSpot
   std::set<std::pair<int64_t, JobId>> running_;  // (planned end time, id)
   std::vector<Entry*> running_list_;             // the running entries, for victim searches
   void UnlistRunning(Entry& e);

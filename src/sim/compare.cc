@@ -48,14 +48,14 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
                                                 "workload_model", "queue", "placers", "loads", "time_scales", "seeds",
                                                 "limit",  "max_wait", "slowdown_ok", "single_node_if_fits",
                                                 "policies", "tenants", "checkpoint_interval", "restart_penalty", "estimates",
-                                                "start_estimates", "start_estimate_samples"};
+                                                "start_estimates", "start_estimate_samples", "hoarding", "market"};
     for (const auto& kv : doc) {
       const std::string k = kv.first.as<std::string>();
       if (!known.contains(k)) {
         return MakeError(ErrorCode::kParse, "{}: unknown key '{}' (known: name, jobs, format, nodes, topology, workload_model, "
                                             "queue, placers, policies, tenants, loads, time_scales, seeds, limit, max_wait, "
                                             "slowdown_ok, single_node_if_fits, checkpoint_interval, restart_penalty, estimates, "
-                                            "start_estimates, start_estimate_samples)",
+                                            "start_estimates, start_estimate_samples, hoarding, market)",
                          where(kv.first), k);
       }
     }
@@ -95,7 +95,15 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
         const std::string name = p["name"].as<std::string>();
         for (const auto& other : c.policies)
           if (other.name == name) return MakeError(ErrorCode::kParse, "{}: policy name '{}' is used twice", where(p["name"]), name);
-        c.policies.push_back({name, p["queue"].as<std::string>(), placer});
+        bool market = false;
+        if (p["market"]) market = p["market"].as<bool>();
+        for (const auto& kv : p) {
+          const std::string k = kv.first.as<std::string>();
+          if (k != "name" && k != "queue" && k != "placer" && k != "market")
+            return MakeError(ErrorCode::kParse, "{}: unknown policy key '{}' (name, queue, placer, market)",
+                             where(kv.first), k);
+        }
+        c.policies.push_back({name, p["queue"].as<std::string>(), placer, market});
       }
     } else {
       if (!doc["placers"] || !doc["placers"].IsSequence() || doc["placers"].size() == 0) {
@@ -115,6 +123,19 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
       for (const auto& v : doc["estimates"]) c.estimates.push_back(v.as<std::string>());
       if (c.estimates.empty()) return MakeError(ErrorCode::kParse, "{}: 'estimates:' is empty", where(doc["estimates"]));
     }
+    if (const YAML::Node h = doc["hoarding"]) {
+      if (!h.IsMap()) return MakeError(ErrorCode::kParse, "{}: 'hoarding:' is a map {{share, min_tail, max_tail, seed}}", where(h));
+      for (const auto& kv : h) {
+        const std::string k = kv.first.as<std::string>();
+        if (k == "share") c.hoarding.share = kv.second.as<double>();
+        else if (k == "min_tail") c.hoarding.min_tail_s = kv.second.as<int64_t>();
+        else if (k == "max_tail") c.hoarding.max_tail_s = kv.second.as<int64_t>();
+        else if (k == "seed") c.hoarding.seed = kv.second.as<uint64_t>();
+        else return MakeError(ErrorCode::kParse, "{}: unknown hoarding key '{}' (share, min_tail, max_tail, seed)", where(kv.first), k);
+      }
+      if (auto v = c.hoarding.Validate(); !v) return MakeError(ErrorCode::kParse, "{}: {}", where(h), v.error().message);
+    }
+    if (doc["market"]) c.market = Resolve(base, str("market"));
     if (doc["checkpoint_interval"]) c.checkpoint_interval_s = doc["checkpoint_interval"].as<int64_t>();
     if (doc["restart_penalty"]) c.restart_penalty_s = doc["restart_penalty"].as<int64_t>();
     if (doc["start_estimates"]) c.start_estimates = doc["start_estimates"].as<int64_t>();
@@ -173,6 +194,10 @@ Result<std::vector<CompareRow>> RunCompare(const CompareConfig& config, int thre
     TIDAL_ASSIGN_OR_RETURN(wm, WorkloadModel::Read(config.workload_model));
   }
   TIDAL_ASSIGN_OR_RETURN(Workload w, LoadWorkload(config.nodes, config.jobs, config.format, topology.get()));
+  market::MarketConfig market_config = market::DefaultMarketConfig();
+  if (!config.market.empty()) {
+    TIDAL_ASSIGN_OR_RETURN(market_config, market::ReadMarketFile(config.market));
+  }
   std::vector<CompareRow> rows;
   const auto& scales = config.loads.empty() ? config.time_scales : config.loads;
   for (const auto& p : policies)
@@ -184,6 +209,7 @@ Result<std::vector<CompareRow>> RunCompare(const CompareConfig& config, int thre
         r.policy = config.estimates.size() > 1 && est != "exact" ? p.name + "@" + est : p.name;
         r.queue = p.queue;
         r.placer = p.placer;
+        r.market = p.market;
         (config.loads.empty() ? r.time_scale : r.load) = x;
         r.seed = seed;
         rows.push_back(std::move(r));
@@ -205,6 +231,8 @@ Result<std::vector<CompareRow>> RunCompare(const CompareConfig& config, int thre
       o.checkpoint_interval_s = config.checkpoint_interval_s;
       o.restart_penalty_s = config.restart_penalty_s;
       o.start_estimates = config.start_estimates;
+      o.hoarding = config.hoarding;
+      if (row.market) o.market = MarketSimOptions{.config = market_config};
       o.start_estimate_samples = config.start_estimate_samples;
       o.seed = row.seed;
       o.limit = config.limit;
@@ -360,12 +388,76 @@ nlohmann::json CompareJson(const CompareConfig& config, const std::vector<Compar
     row["policy"] = r.policy;
     j["rows"].push_back(row);
   }
+  const bool market_compare = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.market; });
   const bool tenant_compare = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.policy == "tidal"; });
-  j["targets"] = tenant_compare ? CompareTenantTargets(rows) : CompareTargets(rows);
+  j["targets"] = market_compare   ? CompareMarketTargets(rows)
+                 : tenant_compare ? CompareTenantTargets(rows)
+                                  : CompareTargets(rows);
   return j;
 }
 
+nlohmann::json CompareMarketTargets(const std::vector<CompareRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const CompareRow& m : rows) {
+    if (!m.market) continue;
+    const CompareRow* base = nullptr;
+    for (const CompareRow& r : rows)
+      if (r.queue == "static-partitions" && r.load == m.load && r.time_scale == m.time_scale && r.seed == m.seed) base = &r;
+    nlohmann::json j = {{"policy", m.policy}, {"load", m.load}, {"seed", m.seed}};
+    const auto& q = m.result;
+    j["ledger_check_ok"] = q.market && q.market->check.ok();
+    j["sum_of_balances_equals_grants"] = q.market && q.market->check.tenant_balances == q.market->check.grants;
+    if (base) {
+      const auto& b = base->result;
+      const double wait_cut = q.queue_delay_s.mean > 0 ? b.queue_delay_s.mean / q.queue_delay_s.mean : 0;
+      const double hoard_cut = b.hoarded_gpu_hours > 0 ? 1 - q.hoarded_gpu_hours / b.hoarded_gpu_hours : 0;
+      j["static_partitions_queue_delay_mean_s"] = b.queue_delay_s.mean;
+      j["queue_delay_mean_s"] = q.queue_delay_s.mean;
+      j["queue_delay_cut_x"] = wait_cut;
+      j["queue_delay_cut_5x"] = wait_cut >= 5;
+      j["static_partitions_hoarded_gpu_hours"] = b.hoarded_gpu_hours;
+      j["hoarded_gpu_hours"] = q.hoarded_gpu_hours;
+      j["hoarded_cut"] = hoard_cut;
+      j["hoarded_cut_80pct"] = hoard_cut >= 0.8;
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
 std::string CompareTable(const std::vector<CompareRow>& rows) {
+  const bool zombies = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.result.zombies > 0; });
+  if (zombies || std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.market; })) {
+    // The market comparison: queueing, allocation, what zombies held, and per market row each tenant's money.
+    std::string out = fmt::format("{:<18} {:>5} {:>4} {:>10} {:>10} {:>10} {:>6} {:>8} {:>9} {:>10} {:>8}\n", "policy", "load",
+                                  "seed", "delay_mean", "delay_p99", "jct_mean", "alloc%", "zombies", "reclaimed",
+                                  "hoard_gph", "ledger");
+    for (const auto& r : rows) {
+      const auto& q = r.result;
+      out += fmt::format("{:<18} {:>5} {:>4} {:>10.0f} {:>10.0f} {:>10.0f} {:>6.1f} {:>8} {:>9} {:>10.1f} {:>8}\n", r.policy,
+                         r.load > 0 ? fmt::format("{:.2f}", r.load) : fmt::format("x{:g}", r.time_scale), r.seed,
+                         q.queue_delay_s.mean, q.queue_delay_s.p99, q.jct_s.mean, 100 * q.allocation_rate, q.zombies,
+                         q.zombies_reclaimed, q.hoarded_gpu_hours,
+                         q.market ? (q.market->check.ok() ? "ok" : "FAILED") : "-");
+    }
+    for (const auto& r : rows) {
+      if (!r.result.market) continue;
+      const MarketSimResult& m = *r.result.market;
+      out += fmt::format("\n{} @ {:.2f}: revenue {} credits, keep fees {}, multiplier {:.2f}-{:.2f} (mean {:.2f}); grants {} = "
+                         "balances {}\n",
+                         r.policy, r.load, market::FormatCredits(m.revenue), market::FormatCredits(m.penalties),
+                         m.multiplier_min, m.multiplier_max, m.multiplier_mean, market::FormatCredits(m.check.grants),
+                         market::FormatCredits(m.check.tenant_balances));
+      out += fmt::format("  {:<14} {:>14} {:>14} {:>14} {:>12} {:>12} {:>14} {:>7}\n", "tenant", "granted", "spent", "lending",
+                         "fees", "compens.", "balance", "budget");
+      for (const auto& t : m.tenants)
+        out += fmt::format("  {:<14} {:>14} {:>14} {:>14} {:>12} {:>12} {:>14} {:>7}\n", t.name, market::FormatCredits(t.granted),
+                           market::FormatCredits(t.spent), market::FormatCredits(t.lending_credits),
+                           market::FormatCredits(t.hoarding_fees), market::FormatCredits(t.compensation),
+                           market::FormatCredits(t.balance), t.over_budget ? "over" : "ok");
+    }
+    return out;
+  }
   auto pct = [](double v) { return v < 0 ? std::string("-") : fmt::format("{:.1f}", 100 * v); };
   if (!rows.empty() && !rows.front().result.tenants.empty()) {
     // With start estimates: the error of the P50 estimate, |P50 - actual| p50 / p90 in seconds, and the share of

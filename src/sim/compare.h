@@ -39,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
+#include "sim/market_sim.h"
 #include "sim/queue_sim.h"
 
 namespace tidal::sim {
@@ -46,6 +47,7 @@ namespace tidal::sim {
 // One compared policy: a queue policy and a placer under a label.
 struct ComparePolicy {
   std::string name, queue, placer;
+  bool market = false;  // runs the market (the config's `market:` file)
 };
 
 struct CompareConfig {
@@ -58,6 +60,8 @@ struct CompareConfig {
   // placer} (the tenant comparison, docs/tenancy.md).
   std::vector<ComparePolicy> policies;
   std::string tenants;  // sim queue --tenants: "proportional" or a file
+  HoardingScenario hoarding;  // zombies, for every policy (sim queue --hoarding)
+  std::string market;         // the market config for policies with `market: true` ("" = the defaults)
   int64_t checkpoint_interval_s = 1800, restart_penalty_s = 60;
   int64_t start_estimates = 0;  // sim queue --start-estimates; 0 = off
   int start_estimate_samples = 20;
@@ -76,6 +80,7 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path);
 struct CompareRow {
   std::string policy;     // the label: the placer, or the policy's name
   std::string queue, placer;
+  bool market = false;
   std::string estimate = "exact";
   double load = 0;        // the requested offered load (or 0 with time scales)
   double time_scale = 1;
@@ -104,6 +109,10 @@ nlohmann::json CompareTargets(const std::vector<CompareRow>& rows);
 // violations, fewer lost GPU-hours than kueue and slurm-multifactor where
 // those preempt.
 nlohmann::json CompareTenantTargets(const std::vector<CompareRow>& rows);
+// The market comparison's targets (docs/market.md): per load, each market row
+// against the static-partitions row: mean queueing cut >= 5x and hoarded
+// GPU-hours cut >= 80%, and the ledger check (sum of balances = grants).
+nlohmann::json CompareMarketTargets(const std::vector<CompareRow>& rows);
 std::string CompareTable(const std::vector<CompareRow>& rows);
 // rows.json, rows.csv and report.html (plots per metric over load, one line per placer).
 Status WriteCompareOutputs(const CompareConfig& config, const std::vector<CompareRow>& rows, const std::string& dir);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
 
 #include "common/rng.h"
 
@@ -37,6 +38,42 @@ Status HoardingScenario::Validate() const {
                      "hoarding tail [{}, {}] s: give 1 <= min <= max (seconds a zombie keeps its GPUs)", min_tail_s,
                      max_tail_s);
   return Ok();
+}
+
+Result<HoardingScenario> ParseHoarding(std::string_view text) {
+  HoardingScenario h;
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (true) {
+    const size_t colon = text.find(':', pos);
+    parts.emplace_back(text.substr(pos, colon == std::string_view::npos ? std::string_view::npos : colon - pos));
+    if (colon == std::string_view::npos) break;
+    pos = colon + 1;
+  }
+  auto bad = [&](std::string_view why) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--hoarding '{}': {}; write SHARE[:MIN_S:MAX_S[:SEED]], e.g. 0.1 or 0.1:3600:172800", text, why);
+  };
+  if (parts.size() != 1 && parts.size() != 3 && parts.size() != 4) return bad("give 1, 3 or 4 fields");
+  try {
+    size_t used = 0;
+    h.share = std::stod(parts[0], &used);
+    if (used != parts[0].size()) return bad("the share is not a number");
+    if (parts.size() >= 3) {
+      h.min_tail_s = std::stoll(parts[1], &used);
+      if (used != parts[1].size()) return bad("MIN_S is not a whole number of seconds");
+      h.max_tail_s = std::stoll(parts[2], &used);
+      if (used != parts[2].size()) return bad("MAX_S is not a whole number of seconds");
+    }
+    if (parts.size() == 4) {
+      h.seed = std::stoull(parts[3], &used);
+      if (used != parts[3].size()) return bad("SEED is not a whole number");
+    }
+  } catch (const std::exception&) {
+    return bad("a field is not a number");
+  }
+  TIDAL_RETURN_IF_ERROR(h.Validate());
+  return h;
 }
 
 Result<std::unique_ptr<MarketSim>> MarketSim::Make(const MarketSimOptions& options, const tenancy::TenantTree& tree,
@@ -305,23 +342,22 @@ Result<std::vector<JobId>> MarketSim::SampleZombies(int64_t upto) {
   return reclaim;
 }
 
-Result<std::vector<JobId>> MarketSim::Advance(int64_t now, int64_t allocated_milli,
-                                              const std::vector<int64_t>& usage_milli) {
-  std::vector<JobId> reclaim;
+Result<std::vector<JobId>> MarketSim::Advance(int64_t now) {
   if (now < now_) return MakeError(ErrorCode::kInternal, "market clock went back from {} to {}", now_, now);
-  // Meter boundaries up to now, each with the usage that held since the last event.
   while (next_meter_ <= now) {
     for (auto& [job, r] : runs_) TIDAL_RETURN_IF_ERROR(Meter(r, next_meter_));
     next_meter_ += options_.meter_interval_s;
   }
-  TIDAL_ASSIGN_OR_RETURN(reclaim, SampleZombies(now));
+  TIDAL_ASSIGN_OR_RETURN(std::vector<JobId> reclaim, SampleZombies(now));
   now_ = now;
+  return reclaim;
+}
+
+Status MarketSim::Observe(int64_t now, int64_t allocated_milli, const std::vector<int64_t>& usage_milli) {
   usage_milli_ = usage_milli;
   usage_milli_.resize(floor_milli_.size(), 0);
   const double total = static_cast<double>(total_milli_);
-  TIDAL_RETURN_IF_ERROR(
-      pricer_->Observe(now, total > 0 ? std::min(1.0, static_cast<double>(allocated_milli) / total) : 0));
-  return reclaim;
+  return pricer_->Observe(now, total > 0 ? std::min(1.0, static_cast<double>(allocated_milli) / total) : 0);
 }
 
 int64_t MarketSim::NextWake() const {
@@ -362,6 +398,43 @@ Result<MarketSimResult> MarketSim::Finish() {
   out.zombies_reclaimed = reclaimed_;
   out.refused = refused_;
   return out;
+}
+
+nlohmann::json MarketSimJson(const MarketSimResult& r) {
+  auto credits = [](Micros m) { return market::FormatCredits(m); };
+  nlohmann::json per = nlohmann::json::object();
+  for (const TenantMarketResult& t : r.tenants) {
+    per[t.name] = {{"granted", credits(t.granted)},
+                   {"spent", credits(t.spent)},
+                   {"spent_micros", t.spent},
+                   {"lending_credits", credits(t.lending_credits)},
+                   {"lending_credits_micros", t.lending_credits},
+                   {"hoarding_fees", credits(t.hoarding_fees)},
+                   {"reclaim_credits", credits(t.reclaim_credits)},
+                   {"recall_compensation", credits(t.compensation)},
+                   {"balance", credits(t.balance)},
+                   {"unpaid_gpu_hours", t.unpaid_gpu_hours},
+                   {"runs_in_floor", t.runs_in_floor},
+                   {"runs_borrowed", t.runs_borrowed},
+                   {"runs_spot", t.runs_spot},
+                   {"over_budget", t.over_budget}};
+  }
+  return {{"per_tenant", per},
+          {"revenue", credits(r.revenue)},
+          {"penalties", credits(r.penalties)},
+          {"refused_transfers", r.refused},
+          {"zombies_notified", r.zombies_notified},
+          {"zombies_reclaimed", r.zombies_reclaimed},
+          {"multiplier", {{"min", r.multiplier_min}, {"max", r.multiplier_max}, {"mean", r.multiplier_mean},
+                          {"periods", r.price_periods}}},
+          {"ledger_check",
+           {{"ok", r.check.ok()},
+            {"transfers", r.check.transfers},
+            {"rejected", r.check.rejected},
+            {"grants", credits(r.check.grants)},
+            {"balances_outside_treasury", credits(r.check.tenant_balances)},
+            {"sum_of_balances_equals_grants", r.check.tenant_balances == r.check.grants},
+            {"violations", r.check.violations}}}};
 }
 
 }  // namespace tidal::sim

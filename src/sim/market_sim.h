@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "market/hoarding.h"
 #include "market/ledger.h"
 #include "market/market_config.h"
@@ -44,6 +46,9 @@ struct HoardingScenario {
   int64_t TailOf(JobId job) const;
   Status Validate() const;
 };
+
+// "SHARE[:MIN_S:MAX_S[:SEED]]", e.g. "0.1" or "0.1:3600:172800:7".
+Result<HoardingScenario> ParseHoarding(std::string_view text);
 
 struct MarketSimOptions {
   market::MarketConfig config;
@@ -82,6 +87,10 @@ struct MarketSimResult {
   int64_t refused = 0;  // transfers the ledger refused (budgets)
 };
 
+// The "market" object of the queue JSON: money as credit strings (six
+// decimals) and as integer micro-credits (`_micros`).
+nlohmann::json MarketSimJson(const MarketSimResult& r);
+
 class MarketSim {
  public:
   static Result<std::unique_ptr<MarketSim>> Make(const MarketSimOptions& options, const tenancy::TenantTree& tree,
@@ -96,11 +105,12 @@ class MarketSim {
   // GPU-seconds it lost: a borrowing run is compensated.
   Status Stop(JobId job, int64_t now, bool preempted, int64_t lost_gpu_s);
   // Moves the market's clock to `now`: prices, metering and zombie samples of
-  // every boundary up to it (with the usage given at the previous call, which
-  // held until now). `usage_milli[t]` is each tenant's allocation after the
-  // pass at `now`; call it after every pass.
-  // Returns the zombies the detector reclaims (the caller ends them now).
-  Result<std::vector<JobId>> Advance(int64_t now, int64_t allocated_milli, const std::vector<int64_t>& usage_milli);
+  // every boundary up to it, with the usage of the last Observe (which held
+  // until now). Returns the zombies the detector reclaims (the caller ends
+  // them now). Call it before the finishes and the pass at `now`.
+  Result<std::vector<JobId>> Advance(int64_t now);
+  // The allocation after the pass at `now`: in all and per tenant (milli-GPU).
+  Status Observe(int64_t now, int64_t allocated_milli, const std::vector<int64_t>& usage_milli);
   // The next moment the market wants to be advanced to (a sample of a zombie
   // or a meter boundary while something runs); INT64_MAX when none.
   int64_t NextWake() const;

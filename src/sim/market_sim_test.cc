@@ -37,8 +37,9 @@ struct Fixture {
     m = std::move(*made);
   }
   std::vector<JobId> Advance(int64_t at, int64_t alloc) {
-    auto r = m->Advance(kT0 + at, alloc, usage);
+    auto r = m->Advance(kT0 + at);
     EXPECT_TRUE(r) << r.error().ToString();
+    EXPECT_TRUE(m->Observe(kT0 + at, alloc, usage));
     return r ? *r : std::vector<JobId>{};
   }
   MarketSimResult Finish() {

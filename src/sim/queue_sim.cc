@@ -305,6 +305,36 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       if (j.num_gpu > 1) wakes.push_back({*j.submit_time_s + options.max_wait_s, *j.submit_time_s});
     replay->SetWakes(std::move(wakes));
   }
+  // Zombies and the market.
+  TIDAL_RETURN_IF_ERROR(options.hoarding.Validate());
+  if (options.hoarding.share > 0) {
+    std::unordered_map<JobId, int64_t> tails;
+    for (const Job& j : jobs)
+      if (const int64_t tail = options.hoarding.TailOf(j.id); tail > 0) tails[j.id] = tail;
+    replay->SetTails(std::move(tails));
+  }
+  std::unique_ptr<MarketSim> market;
+  TenantQueue* tenant_queue = dynamic_cast<TenantQueue*>(&queue);
+  std::optional<tenancy::ResourceId> gpu_res;
+  if (options.market) {
+    if (!tenants || !tenant_queue)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "the market needs tenants and a tenant queue (--tenants with --queue {}), not --queue {}",
+                       "static-partitions|slurm-multifactor|kueue|las|tidal", QueuePolicyName(options.queue));
+    const int64_t span = std::max<int64_t>(3600, *jobs.back().submit_time_s - t0);
+    TIDAL_ASSIGN_OR_RETURN(market, MarketSim::Make(*options.market, *tenants, c.total_gpu_milli(), t0, span));
+    gpu_res = tenants->resource("gpu");
+  }
+  std::vector<int64_t> tenant_usage(tenants ? static_cast<size_t>(tenants->size()) : 0, 0);
+  auto usage_of = [&](tenancy::TenantId t) -> int64_t {
+    return gpu_res ? tenant_queue->usage_tree().usage(t, *gpu_res) : 0;
+  };
+  // A zombie's run ends (finished, preempted or reclaimed): what it held idle.
+  auto end_idle = [&](QueueJobRecord& rec, const Job& j, int64_t now) {
+    if (rec.idle_since_s < 0) return;
+    rec.hoarded_gpu_s += static_cast<int64_t>(j.num_gpu) * (now - rec.idle_since_s);
+    rec.idle_since_s = -1;
+  };
   // Start-time estimates by forward runs of the replay's current state.
   const StartEstimateOptions estimate_options{.f = estimate_f, .samples = options.start_estimate_samples, .seed = options.seed};
   // --explain: the state after the last pass at or before --at.
@@ -350,7 +380,18 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   std::vector<const Job*> finished;
   while (next_arrival < jobs.size() || replay->has_finishes()) {
     const int64_t arrival = next_arrival < jobs.size() ? *jobs[next_arrival].submit_time_s : kNoReservation;
-    TIDAL_RETURN_IF_ERROR(explain(replay->PeekBatch(arrival), prev));
+    // The market may want the clock sooner (a meter boundary, a zombie's
+    // sample): it advances alone, and the replay only if it reclaims a zombie.
+    const int64_t replay_next = replay->PeekBatch(arrival);
+    const int64_t market_next = market ? market->NextWake() : kNoReservation;
+    const bool market_first = market_next < replay_next;
+    TIDAL_RETURN_IF_ERROR(explain(market_first ? market_next : replay_next, prev));
+    std::vector<JobId> reclaim;
+    if (market_first) {
+      TIDAL_ASSIGN_OR_RETURN(reclaim, market->Advance(market_next));
+      if (reclaim.empty()) continue;  // nothing changed for the queue
+    }
+    for (JobId id : reclaim) TIDAL_RETURN_IF_ERROR(replay->EndNow(id, market_next));
     const int64_t now = replay->NextBatch(arrival);
     const int64_t dt = now - prev;
     alloc_integral += alloc_now * dt;
@@ -363,12 +404,28 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     }
     prev = now;
 
+    if (market && !market_first) {
+      TIDAL_ASSIGN_OR_RETURN(reclaim, market->Advance(now));
+      for (JobId id : reclaim) TIDAL_RETURN_IF_ERROR(replay->EndNow(id, now));
+    }
+    for (JobId id : reclaim) {
+      r.jobs[index.at(id)].reclaimed = true;
+      ++r.zombies_reclaimed;
+    }
     finished.clear();
     TIDAL_RETURN_IF_ERROR(replay->FinishesAt(now, finished));
+    for (const Job* idle : replay->TakeIdled()) {
+      QueueJobRecord& rec = r.jobs[index.at(idle->id)];
+      rec.idle_since_s = now;
+      ++r.zombies;
+      if (market) TIDAL_RETURN_IF_ERROR(market->Idle(idle->id, now));
+    }
     for (const Job* j : finished) {
       runs.erase(j->id);
       if (guarantees) guarantees->Running(*j, -1);
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
+      end_idle(rec, *j, now);
+      if (market) TIDAL_RETURN_IF_ERROR(market->Stop(j->id, now, false, 0));
       rec.finish_s = now;
       rec.run_s += now - rec.run_start_s;
       ++r.jobs_finished;
@@ -390,6 +447,8 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
         guarantees->Waiting(*pj.job, +1);
       }
       QueueJobRecord& rec = r.jobs[index.at(pj.job->id)];
+      end_idle(rec, *pj.job, now);
+      if (market) TIDAL_RETURN_IF_ERROR(market->Stop(pj.job->id, now, true, pj.lost_gpu_s));
       ++rec.preemptions;
       rec.lost_gpu_s += pj.lost_gpu_s;
       rec.run_s += now - rec.run_start_s;
@@ -406,6 +465,25 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
           comm_time -= unrun * rs->second.comm;
         }
         runs.erase(rs);
+      }
+    }
+    if (market) {
+      // A start borrows when its tenant is above its floor with it: of a
+      // tenant's starts in this pass, the last ones are the borrowing ones.
+      std::vector<int64_t> after(tenant_usage.size(), 0);
+      for (tenancy::TenantId t = 0; t < tenants->size(); ++t) after[static_cast<size_t>(t)] = usage_of(t);
+      std::vector<uint8_t> borrowed(pass.started.size(), 0);
+      for (size_t si = pass.started.size(); si-- > 0;) {
+        const Job* j = pass.started[si];
+        const tenancy::TenantId t = tenant_queue->tenant_of(*j);
+        int64_t& u = after[static_cast<size_t>(t)];
+        borrowed[si] = u > tenants->nominal(t, *gpu_res);
+        u -= j->TotalGpuMilli();
+      }
+      for (size_t si = 0; si < pass.started.size(); ++si) {
+        const Job* j = pass.started[si];
+        TIDAL_RETURN_IF_ERROR(market->Start(j->id, tenant_queue->tenant_of(*j), j->TotalGpuMilli(), now,
+                                            pass.ends[si], borrowed[si] != 0));
       }
     }
     for (size_t si = 0; si < pass.started.size(); ++si) {
@@ -458,6 +536,13 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     }
 
     alloc_now = c.total_gpu_milli_allocated();
+    if (market) {
+      for (tenancy::TenantId t = 0; t < tenants->size(); ++t) {
+        tenant_usage[static_cast<size_t>(t)] = usage_of(t);
+        if (market->OverBudget(t)) tenant_queue->DemoteToSpot(t);
+      }
+      TIDAL_RETURN_IF_ERROR(market->Observe(now, alloc_now, tenant_usage));
+    }
     waiting_now = queue.waiting() > 0;
     violating.clear();
     if (guarantees) {
@@ -492,6 +577,11 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
                      queue.waiting(), queue.running());
   }
   if (options.progress) options.progress({done, r.jobs_total, prev - t0, 0, 0});
+  for (const QueueJobRecord& rec : r.jobs) r.hoarded_gpu_hours += static_cast<double>(rec.hoarded_gpu_s) / 3600.0;
+  if (market) {
+    TIDAL_ASSIGN_OR_RETURN(MarketSimResult m, market->Finish());
+    r.market = std::move(m);
+  }
 
   if (options.start_estimates > 0) {
     std::vector<EstimatedStart> compared;
@@ -613,6 +703,10 @@ nlohmann::json QueueSimJson(const QueueSimResult& r) {
           {"p50_s", at(r.explain.start_p50_s)}, {"p90_s", at(r.explain.start_p90_s)}, {"samples", r.explain.start_samples}};
     }
   }
+  j["zombies"] = r.zombies;
+  j["zombies_reclaimed"] = r.zombies_reclaimed;
+  j["hoarded_gpu_hours"] = r.hoarded_gpu_hours;
+  j["market"] = r.market ? MarketSimJson(*r.market) : nlohmann::json(nullptr);
   if (r.start_estimate_error.sampled > 0) {
     const StartEstimateError& e = r.start_estimate_error;
     j["start_estimate_error_s"] = {{"p50", e.p50},         {"p90", e.p90},         {"mean", e.mean},

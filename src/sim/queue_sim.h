@@ -35,6 +35,7 @@
 #include "common/result.h"
 #include "scheduler/queue.h"
 #include "tenancy/tenant_tree.h"
+#include "sim/market_sim.h"
 #include "sim/metrics.h"
 #include "sim/workload_model.h"
 #include "topology/topology.h"
@@ -111,6 +112,12 @@ struct QueueSimOptions {
   int64_t start_estimates = 0;
   // Called now and then during the replay (about every 1% of jobs).
   std::function<void(const QueueProgress&)> progress;
+  // Zombies: a seeded share of jobs keep their GPUs idle after their work
+  // ends (sim/market_sim.h); hoarded GPU-hours are measured for every queue.
+  HoardingScenario hoarding;
+  // The market (tenant-queue policies only): prices, budgets, lending
+  // credits, and the zombie detector that reclaims hoarded GPUs.
+  std::optional<MarketSimOptions> market;
 };
 
 enum class JobOutcome { kFinished, kUnresolvable };
@@ -140,6 +147,9 @@ struct QueueJobRecord {
   int64_t lost_gpu_s = 0;   // work redone + restart penalties, GPU-seconds
   int64_t run_s = 0;        // wall time it ran, over all its runs
   int64_t run_start_s = -1; // start of its current run
+  int64_t idle_since_s = -1;  // a zombie: when its work ended (-1: working, or not a zombie)
+  int64_t hoarded_gpu_s = 0;  // GPU-seconds it held idle as a zombie
+  bool reclaimed = false;     // the market's zombie detector ended it
   // --start-estimates: its estimated start (P50, P90) given after its
   // arrival pass; -1 if it was not sampled or started at once.
   int64_t estimate_p50_s = -1, estimate_p90_s = -1;
@@ -225,6 +235,12 @@ struct QueueSimResult {
   double fairness_max_min_slowdown = -1;
   double finish_time_fairness_max = -1;
   std::vector<TenantResult> per_tenant;
+  // Zombies (HoardingScenario): how many turned zombie, the GPU-hours they
+  // held idle (DESIGN.md's hoarded GPU-hours), how many the market reclaimed.
+  int64_t zombies = 0;
+  int64_t zombies_reclaimed = 0;
+  double hoarded_gpu_hours = 0;
+  std::optional<MarketSimResult> market;
   // --explain: the job's state at the chosen time and its blocking causes.
   struct Explained {
     int64_t job = -1;

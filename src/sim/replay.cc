@@ -66,12 +66,29 @@ Status Replay::FinishesAt(int64_t now, std::vector<const Job*>& finished) {
     finishes_.pop();
     auto ce = current_end_.find(id);
     if (ce == current_end_.end() || ce->second != now) continue;  // a preempted run's
-    current_end_.erase(ce);
     const Job* job = live_.at(id);
+    if (auto tail = tails_.find(id); tail != tails_.end()) {
+      // Its work is done; it keeps its GPUs, idle, for its tail.
+      ce->second = now + tail->second;
+      finishes_.push({ce->second, id});
+      tails_.erase(tail);
+      idled_.push_back(job);
+      continue;
+    }
+    current_end_.erase(ce);
     TIDAL_RETURN_IF_ERROR(queue_->Finish(*job));
     live_.erase(id);
     finished.push_back(job);
   }
+  return Ok();
+}
+
+Status Replay::EndNow(JobId job, int64_t now) {
+  auto ce = current_end_.find(job);
+  if (ce == current_end_.end()) return MakeError(ErrorCode::kInternal, "job {} is not running; it cannot end now", job);
+  ce->second = now;
+  finishes_.push({now, job});
+  tails_.erase(job);
   return Ok();
 }
 

@@ -64,6 +64,15 @@ class Replay {
   // Passes while a job waits (--max-wait): (time, submit time of the job it
   // is for).
   void SetWakes(std::vector<std::pair<int64_t, int64_t>> wakes);
+  // Zombies (sim/market_sim.h, HoardingScenario): when the work of a job in
+  // `tails` ends, it keeps its GPUs idle for that many seconds more (once).
+  // The queue is not told: to it the job just runs past its planned end.
+  void SetTails(std::unordered_map<JobId, int64_t> tails) { tails_ = std::move(tails); }
+  // The jobs whose work ended since the last call and that now idle.
+  std::vector<const Job*> TakeIdled() { return std::exchange(idled_, {}); }
+  // Ends a running job's run at `now` (a reclaimed zombie): its finish comes
+  // in FinishesAt(now), which must follow.
+  Status EndNow(JobId job, int64_t now);
   // Where the replay's placement evaluations go (metrics); null: nowhere.
   void set_evals(std::unordered_map<JobId, PlacementEval>* evals) { evals_ = evals; }
 
@@ -104,6 +113,8 @@ class Replay {
   std::vector<Job> owned_;  // a fork's copies of the live jobs
   int64_t now_ = 0;
   std::unordered_map<JobId, PlacementEval>* evals_ = nullptr;
+  std::unordered_map<JobId, int64_t> tails_;  // zombie tails not yet served
+  std::vector<const Job*> idled_;
 };
 
 }  // namespace tidal::sim
