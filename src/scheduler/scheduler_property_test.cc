@@ -1,6 +1,7 @@
 // Property: whatever jobs arrive and leave, under every policy, the scheduler
 // never over-allocates a device, a node's CPU or memory, and releasing every
 // job gives back exactly the capacity the cluster started with.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -85,7 +86,7 @@ RC_GTEST_PROP(SchedulerProperty, AForkDecidesAsTheOriginal, ()) {
   const auto& names = plugins::PolicyNames();
   const std::string policy = names[static_cast<size_t>(*rc::gen::inRange<int>(0, static_cast<int>(names.size())))];
   std::vector<NodeSpec> nodes;
-  for (int i = 0; i < 6; ++i) nodes.push_back({"n" + std::to_string(i), 32000, 131072, *rc::gen::element(2, 4, 8), i % 2 ? "A" : "B"});
+  for (int i = 0; i < 6; ++i) nodes.push_back({fmt::format("n{}", i), 32000, 131072, *rc::gen::element(2, 4, 8), i % 2 ? "A" : "B"});
   auto cluster = ClusterState::Build(nodes);
   RC_ASSERT(cluster.has_value());
   const int njobs = *rc::gen::inRange(2, 50);
@@ -93,7 +94,7 @@ RC_GTEST_PROP(SchedulerProperty, AForkDecidesAsTheOriginal, ()) {
   for (int i = 0; i < njobs; ++i) {
     Job& j = jobs[static_cast<size_t>(i)];
     j.id = i;
-    j.name = "j" + std::to_string(i);
+    j.name = fmt::format("j{}", i);
     j.cpu_milli = *rc::gen::inRange<int64_t>(0, 8000);
     j.memory_mib = 1024;
     j.num_gpu = *rc::gen::inRange(1, 5);
