@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "market/market_config.h"
+#include "sim/queue_sim.h"
 #include "tenancy/tenants_file.h"
 
 namespace tidal::sim {
@@ -160,6 +162,107 @@ TEST(MarketSim, ZombieIsNotifiedChargedAndReclaimed) {
   // Four whole fee intervals on 2 GPUs: 2 x (0.5 + 1.0 + 1.5 + 2.0).
   EXPECT_EQ(f.Of(r, "ads").hoarding_fees, 10 * kC);
   EXPECT_EQ(r.penalties, 10 * kC);
+}
+
+// The replay with zombies, with and without the market: two tenants' jobs
+// on one 8-GPU node, every job a zombie for 10 h after its work. Without
+// the market each holds its 4 GPUs idle for the whole tail; with it (the
+// two-hour reclaim of data/market/reclaim-2h.yaml) each is reclaimed 2 h
+// after its work ends: idle 1800 s -> notify, +1800 s -> fees, +3600 s -> reclaim.
+Job TenantJob(JobId id, std::string group, int64_t duration) {
+  Job j;
+  j.id = id;
+  j.name = fmt::format("j{}", id);
+  j.source = fmt::format("test:{}", id);
+  j.group = std::move(group);
+  j.cpu_milli = 1000;
+  j.memory_mib = 1024;
+  j.num_gpu = 4;
+  j.gpu_milli = 1000;
+  j.submit_time_s = 0;
+  j.duration_s = duration;
+  return j;
+}
+
+QueueSimResult ZombieReplay(bool with_market) {
+  QueueSimOptions o;
+  o.policy = "bestfit";
+  o.queue = QueuePolicy::kTidal;
+  o.tenants = "proportional";
+  o.hoarding = HoardingScenario{.share = 1.0, .min_tail_s = 36000, .max_tail_s = 36000, .seed = 1};
+  if (with_market) {
+    auto cfg = market::ReadMarketFile(TIDAL_SOURCE_DIR "/data/market/reclaim-2h.yaml");
+    EXPECT_TRUE(cfg) << cfg.error().ToString();
+    // Budgets large enough that every fee is paid (the span is only 1 h).
+    o.market = MarketSimOptions{.config = *cfg, .budget_factor = 100};
+  }
+  const std::vector<NodeSpec> nodes = {{"n0", 64000, 262144, 8, "A"}};
+  auto r = RunQueueSim(nodes, {TenantJob(0, "a", 7200), TenantJob(1, "b", 3600)}, o);
+  EXPECT_TRUE(r) << r.error().ToString();
+  return r ? std::move(*r) : QueueSimResult{};
+}
+
+TEST(MarketInTheReplay, ZombiesHoardUntilTheMarketReclaimsThem) {
+  const QueueSimResult plain = ZombieReplay(false);
+  EXPECT_EQ(plain.zombies, 2);
+  EXPECT_EQ(plain.zombies_reclaimed, 0);
+  EXPECT_DOUBLE_EQ(plain.hoarded_gpu_hours, 80.0);  // 2 jobs x 4 GPUs x 10 h
+  EXPECT_FALSE(plain.market.has_value());
+  ASSERT_EQ(plain.jobs.size(), 2u);
+  EXPECT_EQ(plain.jobs[0].finish_s, 7200 + 36000);
+
+  const QueueSimResult m = ZombieReplay(true);
+  EXPECT_EQ(m.zombies, 2);
+  EXPECT_EQ(m.zombies_reclaimed, 2);
+  EXPECT_DOUBLE_EQ(m.hoarded_gpu_hours, 16.0);  // 2 jobs x 4 GPUs x 2 h
+  EXPECT_EQ(m.jobs[0].finish_s, 7200 + 7200);
+  EXPECT_EQ(m.jobs[1].finish_s, 3600 + 7200);
+  EXPECT_TRUE(m.jobs[0].reclaimed);
+  ASSERT_TRUE(m.market.has_value());
+  EXPECT_TRUE(m.market->check.ok()) << ::testing::PrintToString(m.market->check.violations);
+  EXPECT_EQ(m.market->check.tenant_balances, m.market->check.grants);
+  EXPECT_EQ(m.market->zombies_reclaimed, 2);
+  // One keep fee each (the hour between fees starting and the reclaim) on 4
+  // GPUs at 0.5 credits per GPU-hour.
+  market::Micros fees = 0;
+  for (const auto& t : m.market->tenants) fees += t.hoarding_fees;
+  EXPECT_EQ(fees, 2 * 4 * 500'000);
+  // Floors in proportion to GPU-hours (8 : 4 of 8 GPUs): a 5.333, b 2.667,
+  // so b's 4 GPUs borrow from a's idle floor, and b's reclaimed zombie's fee
+  // goes to a; a's own zombie ran in its floor, its fee stays with the market.
+  ASSERT_EQ(m.market->tenants.size(), 2u);
+  EXPECT_EQ(m.market->tenants[0].name, "a");
+  EXPECT_EQ(m.market->tenants[0].reclaim_credits, 2'000'000);
+  EXPECT_EQ(m.market->penalties, 2'000'000);
+  EXPECT_EQ(m.market->tenants[1].runs_borrowed, 1);
+  EXPECT_GT(m.market->tenants[0].lending_credits, 0);
+  const nlohmann::json j = QueueSimJson(m);
+  EXPECT_EQ(j["hoarded_gpu_hours"], 16.0);
+  EXPECT_TRUE(j["market"]["ledger_check"]["ok"].get<bool>());
+  EXPECT_TRUE(j["market"]["ledger_check"]["sum_of_balances_equals_grants"].get<bool>());
+}
+
+TEST(MarketInTheReplay, NeedsATenantQueue) {
+  QueueSimOptions o;
+  o.queue = QueuePolicy::kFifoBackfill;
+  o.market = MarketSimOptions{};
+  const std::vector<NodeSpec> nodes = {{"n0", 64000, 262144, 8, "A"}};
+  auto r = RunQueueSim(nodes, {TenantJob(0, "a", 60)}, o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("the market needs tenants"), std::string::npos) << r.error().message;
+}
+
+TEST(HoardingScenario, ParsesItsFlag) {
+  auto h = ParseHoarding("0.1:60:600:9");
+  ASSERT_TRUE(h) << h.error().ToString();
+  EXPECT_DOUBLE_EQ(h->share, 0.1);
+  EXPECT_EQ(h->min_tail_s, 60);
+  EXPECT_EQ(h->max_tail_s, 600);
+  EXPECT_EQ(h->seed, 9u);
+  ASSERT_TRUE(ParseHoarding("0.25"));
+  EXPECT_EQ(ParseHoarding("0.25")->max_tail_s, 48 * 3600);
+  for (const char* bad : {"", "x", "0.1:5", "0.1:60:30", "2", "0.1:a:600", "0.1:60:600:9:1", "-0.1"})
+    EXPECT_FALSE(ParseHoarding(bad)) << bad;
 }
 
 TEST(HoardingScenario, SeededShareAndLogUniformTails) {
