@@ -41,8 +41,31 @@ int Run(const CompareArgs& a) {
   }
   const bool tenant_compare =
       std::any_of(rows->begin(), rows->end(), [](const sim::CompareRow& r) { return r.policy == "tidal"; });
-  fmt::print("{} comparison {} ({} runs)\n{}", tenant_compare ? "tenant" : "placement", config->name, rows->size(),
-             sim::CompareTable(*rows));
+  const bool market_compare = std::any_of(rows->begin(), rows->end(), [](const sim::CompareRow& r) { return r.market; });
+  fmt::print("{} comparison {} ({} runs)\n{}", market_compare ? "market" : tenant_compare ? "tenant" : "placement",
+             config->name, rows->size(), sim::CompareTable(*rows));
+  if (market_compare) {
+    fmt::print("targets (each market run against static partitions at the same load):\n");
+    for (const auto& t : sim::CompareMarketTargets(*rows)) {
+      auto yes = [&](const char* k) {
+        return !t.contains(k) ? std::string("n/a") : std::string(t[k].get<bool>() ? "yes" : "NO");
+      };
+      if (!t.contains("queue_delay_cut_x")) {
+        fmt::print("  {} @ {:g}: no static-partitions run at this load to compare with; ledger check ok: {}\n",
+                   t["policy"].get<std::string>(), t["load"].get<double>(), yes("ledger_check_ok"));
+        continue;
+      }
+      fmt::print("  {} @ {:g}: mean queueing {:.0f} s vs {:.0f} s = {:.1f}x cut (>= 5x: {}); hoarded {:.1f} vs {:.1f} GPU-h = "
+                 "{:.1f}% cut (>= 80%: {}); ledger check ok: {}, sum of balances = grants: {}\n",
+                 t["policy"].get<std::string>(), t["load"].get<double>(), t["queue_delay_mean_s"].get<double>(),
+                 t["static_partitions_queue_delay_mean_s"].get<double>(), t["queue_delay_cut_x"].get<double>(),
+                 yes("queue_delay_cut_5x"), t["hoarded_gpu_hours"].get<double>(),
+                 t["static_partitions_hoarded_gpu_hours"].get<double>(), 100 * t["hoarded_cut"].get<double>(),
+                 yes("hoarded_cut_80pct"), yes("ledger_check_ok"), yes("sum_of_balances_equals_grants"));
+    }
+    if (!a.out.empty()) fmt::print("wrote {0}/report.html, {0}/rows.json and {0}/rows.csv\n", a.out);
+    return 0;
+  }
   if (tenant_compare) {
     fmt::print("targets (tidal against the other policies, wait = JCT - time run, mean over seeds):\n");
     for (const auto& t : sim::CompareTenantTargets(*rows)) {
