@@ -477,3 +477,38 @@ root:
 
 }  // namespace
 }  // namespace tidal::sim
+
+namespace tidal::sim {
+namespace {
+
+TEST(CompareMarketTargets, AgainstStaticPartitionsAtTheSameLoad) {
+  auto row = [](std::string name, std::string queue, bool market, double load, double wait, double hoarded) {
+    CompareRow r;
+    r.policy = std::move(name);
+    r.queue = std::move(queue);
+    r.market = market;
+    r.load = load;
+    r.seed = 1;
+    r.result.queue_delay_s.mean = wait;
+    r.result.hoarded_gpu_hours = hoarded;
+    if (market) r.result.market = MarketSimResult{};
+    return r;
+  };
+  const std::vector<CompareRow> rows = {row("static", "static-partitions", false, 0.75, 10000, 1000),
+                                        row("m", "tidal", true, 0.75, 2000, 200),      // exactly 5x and 80%
+                                        row("m2", "tidal", true, 0.75, 2001, 200.1),   // just short of both
+                                        row("m3", "tidal", true, 0.9, 1, 1)};          // no static run at 0.9
+  const nlohmann::json t = CompareMarketTargets(rows);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_DOUBLE_EQ(t[0]["queue_delay_cut_x"].get<double>(), 5.0);
+  EXPECT_TRUE(t[0]["queue_delay_cut_5x"].get<bool>());
+  EXPECT_NEAR(t[0]["hoarded_cut"].get<double>(), 0.8, 1e-12);
+  EXPECT_TRUE(t[0]["hoarded_cut_80pct"].get<bool>());
+  EXPECT_TRUE(t[0]["ledger_check_ok"].get<bool>());
+  EXPECT_FALSE(t[1]["queue_delay_cut_5x"].get<bool>());
+  EXPECT_FALSE(t[1]["hoarded_cut_80pct"].get<bool>());
+  EXPECT_FALSE(t[2].contains("queue_delay_cut_x"));
+}
+
+}  // namespace
+}  // namespace tidal::sim
