@@ -120,7 +120,7 @@ TEST_P(LedgerTest, SingleTransferTable) {
       {"treasury paying a charge", Plain("t", std::string(kTreasury), "search", 1), "treasury_only_for_grants",
        100 * kC, 0},
       {"grant", Grant("t", "search", 5 * kC), "ok", 100 * kC, 5 * kC},
-      {"timeout on a plain transfer", [] { auto t = Plain("t", "ads", "search", 1); t.timeout_s = 5; return t; }(),
+      {"timeout on a plain transfer", [] { auto t = Plain("t", "ads", "search", 1); t.timeout_s = 1; return t; }(),
        "timeout_reserved_for_pending_transfer", 100 * kC, 0},
       {"unknown flag", [] { auto t = Plain("t", "ads", "search", 1); t.flags = 1u << 9; return t; }(),
        "reserved_flag", 100 * kC, 0},
@@ -394,6 +394,123 @@ TEST_P(LedgerTest, AccountRules) {
   auto all = ledger_->Accounts();
   ASSERT_TRUE(all);
   EXPECT_EQ(all->size(), 7u);  // 4 system + ads, search, vision
+}
+
+// Found by mutation testing (../shared/tools/mutate.py over ledger_batch.cc
+// and ledger_check.cc): each test below fails on one surviving mutant.
+TEST_P(LedgerTest, ReversalsInOneBatchAddUp) {
+  ASSERT_EQ(Do(Plain("t", "ads", "search", 30 * kC)), "ok");
+  Transfer a = Plain("ra", "search", "ads", 20 * kC, "reversal");
+  a.reference = "t";
+  Transfer b = a;
+  b.id = "rb";
+  b.amount = 11 * kC;  // 20 + 11 > 30
+  EXPECT_THAT(DoAll({a, b}), ::testing::ElementsAre("ok", "reversal_exceeds_original"));
+  // Neither a hold nor a rejected transfer can be reversed.
+  ASSERT_EQ(Do(Pending("h", "ads", kC)), "ok");
+  Transfer rh = Plain("rh", std::string(kRevenue), "ads", kC, "reversal");
+  rh.reference = "h";
+  EXPECT_EQ(Do(rh), "reversed_transfer_not_found");
+  ASSERT_EQ(Do(Plain("refused", "search", "vision", 999 * kC)), "exceeds_credits");
+  Transfer rr = Plain("rr", "vision", "search", kC, "reversal");
+  rr.reference = "refused";
+  EXPECT_EQ(Do(rr), "reversed_transfer_not_found");
+  ExpectChecked();
+}
+
+TEST_P(LedgerTest, IdsUpTo256CharactersAreRecorded) {
+  Transfer t = Plain(std::string(256, 'k'), "ads", "search", kC);
+  EXPECT_EQ(Do(t), "ok");
+  EXPECT_EQ(Do(t), "exists");  // recorded under its id, not applied twice
+  EXPECT_EQ(Balance("search"), kC);
+  // A chain with an unusable id fails whole; the unusable one is not recorded.
+  Transfer empty = Plain("", "ads", "search", kC);
+  empty.flags = tf::kLinked;
+  EXPECT_THAT(DoAll({empty, Plain("x", "ads", "search", kC)}),
+              ::testing::ElementsAre("id_must_not_be_empty", "linked_event_failed"));
+  auto c = ledger_->Check();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->rejected, 1);  // only "x"
+}
+
+TEST_P(LedgerTest, RetriedPostNamesItsAccounts) {
+  ASSERT_EQ(Do(Pending("h", "ads", 5 * kC)), "ok");
+  Transfer p = Post("p", "h", kC);
+  p.debit = "ads";
+  p.credit = std::string(kRevenue);
+  ASSERT_EQ(Do(p), "ok");
+  Transfer q = p;
+  q.debit = "search";
+  EXPECT_EQ(Do(q), "exists_with_different_debit");
+  q = p;
+  q.credit = "vision";
+  EXPECT_EQ(Do(q), "exists_with_different_credit");
+  q = p;
+  q.debit.clear();
+  q.credit.clear();
+  EXPECT_EQ(Do(q), "exists");  // leaving them out matches the hold's
+}
+
+TEST_P(LedgerTest, PendingCreditsCountTowardsOverflow) {
+  const Micros g = INT64_MAX - 100 * kC;
+  ASSERT_EQ(Do(Grant("big", "search", g)), "ok");
+  ASSERT_EQ(Do(Plain("there", "search", "vision", g)), "ok");
+  // search already has g credits posted; g more pending would overflow its credits.
+  Transfer back = Plain("back", "vision", "search", g);
+  back.flags = tf::kPending;
+  EXPECT_EQ(Do(back), "overflows_credits");
+  ExpectChecked();
+}
+
+TEST_P(LedgerTest, MixedChainsFailWherever) {
+  ASSERT_EQ(Do(Plain("f", "ads", "vision", kC)), "ok");
+  auto linked = [](Transfer t) {
+    t.flags |= tf::kLinked;
+    return t;
+  };
+  // The committed transfer last in the chain, and the chain not first in the batch.
+  EXPECT_THAT(DoAll({Plain("solo", "ads", "vision", kC), linked(Plain("new", "ads", "search", kC)),
+                     Plain("f", "ads", "vision", kC)}),
+              ::testing::ElementsAre("ok", "linked_event_failed", "exists"));
+  EXPECT_EQ(Balance("search"), 0);
+  EXPECT_EQ(Balance("vision"), 2 * kC);
+}
+
+TEST_P(LedgerTest, CheckReplaysTimeoutsAndBudgets) {
+  ASSERT_EQ(Do(Pending("h1", "ads", kC, /*timeout_s=*/1, /*at_us=*/5'000'000)), "ok");
+  ExpectChecked();  // expires_us = 5 s + 1 s, as the replay computes it
+  auto h = ledger_->GetHold("h1");
+  ASSERT_TRUE(h && *h);
+  EXPECT_EQ((*h)->expires_us, 6'000'000);
+  // A hold made larger behind the ledger's back: past the budget in history.
+  ASSERT_TRUE(db_->store().Write([](store::Tx& tx) -> Status {
+    TIDAL_RETURN_IF_ERROR(tx.Exec("UPDATE ledger_transfers SET amount = 200000000 WHERE id = 'h1'"));
+    return Ok();
+  }));
+  auto c = ledger_->Check();
+  ASSERT_TRUE(c);
+  EXPECT_THAT(::testing::PrintToString(c->violations), HasSubstr("spends more than it has"));
+}
+
+TEST_P(LedgerTest, CreditsMayBeCappedByDebits) {
+  // An account that may be credited only up to what it paid out (a refund pool).
+  ASSERT_TRUE(ledger_->CreateAccount({.name = "refunds", .flags = account_flags::kCreditsMustNotExceedDebits}));
+  ASSERT_EQ(Do(Plain("out", "refunds", "search", 5 * kC)), "ok");
+  EXPECT_EQ(Do(Plain("back", "ads", "refunds", 5 * kC)), "ok");  // credits = debits: allowed
+  EXPECT_EQ(Do(Plain("more", "ads", "refunds", 1)), "exceeds_debits");
+  ExpectChecked();
+}
+
+TEST_P(LedgerTest, CheckFindsAPostMovedToOtherAccounts) {
+  ASSERT_EQ(Do(Pending("h", "ads", 5 * kC)), "ok");
+  ASSERT_EQ(Do(Post("p", "h", kC)), "ok");
+  ASSERT_TRUE(db_->store().Write([](store::Tx& tx) -> Status {
+    TIDAL_RETURN_IF_ERROR(tx.Exec("UPDATE ledger_transfers SET debit = 'search' WHERE id = 'p'"));
+    return Ok();
+  }));
+  auto c = ledger_->Check();
+  ASSERT_TRUE(c);
+  EXPECT_THAT(::testing::PrintToString(c->violations), HasSubstr("other accounts than its hold"));
 }
 
 // Random operations over fresh accounts (new names per case, in one store)
