@@ -140,7 +140,23 @@ Status ClusterState::CanBind(const Placement& placement) const {
                        gpu_free_[static_cast<size_t>(flat)]);
     }
   }
+  for (const auto& a : placement.assignments)
+    if (!a.mig.empty()) TIDAL_RETURN_IF_ERROR(CanBindMig(a));
   return Ok();
+}
+
+void ClusterState::TakeDevice(NodeId n, int32_t dev, int32_t take) {
+  int32_t& free = gpu_free_[static_cast<size_t>(gpu_offset_[n] + dev)];
+  const bool was_whole = free == kMilliPerGpu;
+  free -= take;
+  const bool is_whole = free == kMilliPerGpu;
+  const int32_t delta = static_cast<int32_t>(is_whole) - static_cast<int32_t>(was_whole);
+  free_whole_[n] += delta;
+  gpu_milli_free_[n] -= take;
+  total_gpu_milli_free_ -= take;
+  if (delta != 0 && topo_) {
+    for (topo::DomainId d = gpu_domain(n, dev); d != topo::kNoDomain; d = topo_->parent(d)) dom_free_gpus_[static_cast<size_t>(d)] += delta;
+  }
 }
 
 void ClusterState::Apply(const NodeAssignment& a, int sign) {
@@ -148,20 +164,7 @@ void ClusterState::Apply(const NodeAssignment& a, int sign) {
   const int32_t old_whole = free_whole_[n];
   cpu_free_[n] -= sign * a.cpu_milli;
   mem_free_[n] -= sign * a.memory_mib;
-  for (size_t i = 0; i < a.gpus.size(); ++i) {
-    int32_t& free = gpu_free_[static_cast<size_t>(gpu_offset_[n] + a.gpus[i])];
-    const bool was_whole = free == kMilliPerGpu;
-    free -= sign * a.gpu_milli[i];
-    const bool is_whole = free == kMilliPerGpu;
-    const int32_t delta = static_cast<int32_t>(is_whole) - static_cast<int32_t>(was_whole);
-    free_whole_[n] += delta;
-    gpu_milli_free_[n] -= sign * a.gpu_milli[i];
-    total_gpu_milli_free_ -= sign * a.gpu_milli[i];
-    if (delta != 0 && topo_) {
-      for (topo::DomainId d = gpu_domain(n, a.gpus[i]); d != topo::kNoDomain; d = topo_->parent(d))
-        dom_free_gpus_[static_cast<size_t>(d)] += delta;
-    }
-  }
+  for (size_t i = 0; i < a.gpus.size(); ++i) TakeDevice(n, a.gpus[i], sign * a.gpu_milli[i]);
   if (topo_ && free_whole_[n] != old_whole) UpdateHostAggregates(n, old_whole);
   ++version_[n];
 }
@@ -303,7 +306,15 @@ Status ClusterState::Bind(JobId job, Placement placement) {
                      "job {} is already bound; unbind it before binding it again", job);
   }
   TIDAL_RETURN_IF_ERROR(CanBind(placement));
-  for (const auto& a : placement.assignments) Apply(a, +1);
+  if (placement.assignments.size() > 1) {
+    for (const auto& a : placement.assignments)
+      if (!a.mig.empty())
+        return MakeError(ErrorCode::kInvalidArgument, "job {}: a MIG job holds instances on one node only", job);
+  }
+  for (const auto& a : placement.assignments) {
+    Apply(a, +1);
+    if (!a.mig.empty()) ApplyMig(a, job, +1);
+  }
   allocations_.emplace(job, std::move(placement));
   return Ok();
 }
@@ -313,7 +324,10 @@ Status ClusterState::Unbind(JobId job) {
   if (it == allocations_.end()) {
     return MakeError(ErrorCode::kNotFound, "job {} holds no allocation", job);
   }
-  for (const auto& a : it->second.assignments) Apply(a, -1);
+  for (const auto& a : it->second.assignments) {
+    Apply(a, -1);
+    if (!a.mig.empty()) ApplyMig(a, job, -1);
+  }
   allocations_.erase(it);
   return Ok();
 }
@@ -329,6 +343,8 @@ Status ClusterState::CheckInvariants() const {
       for (size_t i = 0; i < a.gpus.size(); ++i) gpu[gpu_offset_[a.node] + a.gpus[i]] -= a.gpu_milli[i];
     }
   }
+  for (size_t f = 0; f < mig_index_.size(); ++f)
+    if (mig_index_[f] >= 0) gpu[f] -= kMilliPerGpu;  // a MIG-mode device is out of the milli pool
   for (NodeId n = 0; n < num_nodes(); ++n) {
     if (cpu[n] != cpu_free_[n] || mem[n] != mem_free_[n]) {
       return MakeError(ErrorCode::kInternal, "node '{}': free CPU/memory drifted from allocations",
@@ -358,6 +374,7 @@ Status ClusterState::CheckInvariants() const {
   if (total_free != total_gpu_milli_free_) {
     return MakeError(ErrorCode::kInternal, "cluster free milli-GPU total drifted");
   }
+  TIDAL_RETURN_IF_ERROR(CheckMigInvariants());
   if (!topo_) return Ok();
   const topo::Topology& t = *topo_;
   const size_t nd = static_cast<size_t>(t.num_domains());

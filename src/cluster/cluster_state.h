@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "mig/geometry.h"
 #include "topology/topology.h"
 
 namespace tidal {
@@ -65,13 +66,45 @@ struct NodeSpec {
   std::string gpu_model;  // empty for a CPU-only node
 };
 
-// What one job holds on one node. gpu_milli[i] is taken from device gpus[i].
+// One MIG instance a job holds: device `gpu` (local to the node), which is
+// in MIG mode, instance `profile` (index into the device's mig::Geometry)
+// starting at memory slice `start`.
+struct MigSlice {
+  int32_t gpu = 0;
+  int32_t profile = 0;
+  int32_t start = 0;
+  friend bool operator==(const MigSlice&, const MigSlice&) = default;
+};
+
+// What one job holds on one node. gpu_milli[i] is taken from device gpus[i];
+// `mig` lists MIG instances (a MIG job holds instances, never milli-GPU).
 struct NodeAssignment {
   NodeId node = -1;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   std::vector<int32_t> gpus;       // device indices local to the node
   std::vector<int32_t> gpu_milli;  // milli-GPU taken from each of those devices
+  std::vector<MigSlice> mig;       // MIG instances taken (MIG jobs only)
+};
+
+// A device in MIG mode: its layout and who holds each instance. The whole
+// device is then out of the milli-GPU pool (its free milli is 0, so no
+// MIG-unaware job can land on it); its instances are the schedulable units.
+struct MigDevice {
+  const mig::Geometry* geometry = nullptr;
+  mig::Layout layout;          // normalized (by start slice)
+  std::vector<JobId> owner;    // per instance of layout; kNoOwner = free
+  static constexpr JobId kNoOwner = -1;
+  int FindInstance(int32_t profile, int32_t start) const;
+  int BusyCompute() const;     // compute slices held by jobs
+};
+
+// Counters of MIG reconfigurations (mode changes need the GPU idle; instance
+// creations and destructions leave the other instances running).
+struct MigCounters {
+  int64_t mode_changes = 0;
+  int64_t instances_created = 0;
+  int64_t instances_destroyed = 0;
 };
 
 // A whole job's placement: one assignment per node it spans (gangs span many).
@@ -154,6 +187,29 @@ class ClusterState {
   // Returns the job's capacity; fails if the job holds nothing.
   Status Unbind(JobId job);
 
+  // --- MIG (see MigDevice) -------------------------------------------------
+  // The device's MIG state, or nullptr when it is not in MIG mode.
+  const MigDevice* mig_device(NodeId n, int32_t gpu) const {
+    const int32_t i = mig_index_.empty() ? -1 : mig_index_[static_cast<size_t>(gpu_offset_[n] + gpu)];
+    return i < 0 ? nullptr : &mig_[static_cast<size_t>(i)];
+  }
+  // Devices in MIG mode, and the compute slices of theirs no job holds.
+  int64_t mig_gpus() const { return mig_gpus_; }
+  int64_t mig_idle_compute() const { return mig_idle_compute_; }
+  // GPU capacity jobs hold, in GPUs: milli-GPU allocations plus held MIG
+  // instances at compute-slices / 7 (a MIG-mode device's idle instances are
+  // not in use, though its milli are out of the pool).
+  double gpus_in_use() const {
+    return static_cast<double>(total_gpu_milli_allocated()) / kMilliPerGpu - static_cast<double>(mig_idle_compute_) / mig::kComputeSlices;
+  }
+  const MigCounters& mig_counters() const { return mig_counters_; }
+  // Puts a fully free device whose model has a MIG geometry into MIG mode
+  // with `layout` (may be empty), or changes the layout of a device in MIG
+  // mode: instances held by jobs must stay as they are; free ones may go.
+  Status SetMigLayout(NodeId n, int32_t gpu, const mig::Layout& layout);
+  // Leaves MIG mode; no instance may be held.
+  Status DisableMig(NodeId n, int32_t gpu);
+
   // Recomputes every aggregate from the per-device values and compares; used
   // by tests to prove the incremental bookkeeping never drifts.
   Status CheckInvariants() const;
@@ -197,6 +253,12 @@ class ClusterState {
 
  private:
   void Apply(const NodeAssignment& a, int sign);
+  // Changes device `dev` of node n's free milli by -take, keeping the
+  // node, cluster and topology aggregates (not the node version).
+  void TakeDevice(NodeId n, int32_t dev, int32_t take);
+  Status CanBindMig(const NodeAssignment& a) const;
+  void ApplyMig(const NodeAssignment& a, JobId job, int sign);
+  Status CheckMigInvariants() const;
   void UpdateHostAggregates(NodeId n, int32_t old_whole);
 
   GpuModelRegistry models_;
@@ -213,6 +275,15 @@ class ClusterState {
   int64_t total_gpu_milli_free_ = 0;
   std::unordered_map<JobId, Placement> allocations_;
   StateInstanceId instance_;
+
+  // Per flat device: index into mig_, -1 when not in MIG mode (empty until
+  // the first device enters MIG mode).
+  std::vector<int32_t> mig_index_;
+  std::vector<MigDevice> mig_;
+  std::vector<int32_t> mig_free_slots_;  // indices of mig_ no device uses
+  int64_t mig_gpus_ = 0;
+  int64_t mig_idle_compute_ = 0;
+  MigCounters mig_counters_;
 
   std::shared_ptr<const topo::Topology> topo_;
   std::vector<int32_t> node_host_, host_node_;

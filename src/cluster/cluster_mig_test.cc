@@ -1,0 +1,145 @@
+#include <gtest/gtest.h>
+
+#include "cluster/cluster_state.h"
+
+namespace tidal {
+namespace {
+
+ClusterState H100Node() {
+  auto s = ClusterState::Build({{"h0", 64000, 1 << 20, 2, "H100"}, {"v0", 8000, 1 << 16, 1, "V100"}});
+  EXPECT_TRUE(s);
+  return std::move(*s);
+}
+
+const mig::Geometry& G() { return *mig::FindGeometry("H100"); }
+int32_t P(const char* name) { return G().FindProfile(name); }
+
+Placement MigJob(int32_t gpu, const char* profile, int32_t start, int64_t cpu = 1000) {
+  NodeAssignment a;
+  a.node = 0;
+  a.cpu_milli = cpu;
+  a.mig = {{gpu, P(profile), start}};
+  return Placement{{a}};
+}
+
+TEST(ClusterMig, BindingAnInstanceOnAnIdleGpuEntersMigMode) {
+  ClusterState s = H100Node();
+  ASSERT_TRUE(s.Bind(1, MigJob(0, "3g.40gb", 0)));
+  const MigDevice* d = s.mig_device(0, 0);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(mig::FormatLayout(G(), d->layout), "3g.40gb@0");
+  EXPECT_EQ(d->owner, std::vector<JobId>{1});
+  // The device leaves the milli pool: MIG-unaware jobs cannot land on it.
+  EXPECT_EQ(s.gpu_free(0)[0], 0);
+  EXPECT_EQ(s.free_whole_gpus(0), 1);
+  EXPECT_EQ(s.mig_gpus(), 1);
+  EXPECT_EQ(s.mig_idle_compute(), 4);
+  EXPECT_DOUBLE_EQ(s.gpus_in_use(), 3.0 / 7.0);
+  EXPECT_EQ(s.mig_counters().mode_changes, 1);
+  EXPECT_EQ(s.mig_counters().instances_created, 1);
+  EXPECT_EQ(s.cpu_free(0), 63000);
+  EXPECT_TRUE(s.CheckInvariants()) << s.CheckInvariants().error().message;
+  auto milli = s.Bind(2, Placement{{{0, 0, 0, {0}, {500}}}});
+  ASSERT_FALSE(milli);
+  EXPECT_EQ(milli.error().code, ErrorCode::kUnschedulable);
+}
+
+TEST(ClusterMig, UnbindKeepsTheInstanceForTheNextJob) {
+  ClusterState s = H100Node();
+  ASSERT_TRUE(s.Bind(1, MigJob(0, "2g.20gb", 2)));
+  ASSERT_TRUE(s.Unbind(1));
+  EXPECT_EQ(mig::FormatLayout(G(), s.mig_device(0, 0)->layout), "2g.20gb@2");
+  EXPECT_EQ(s.mig_idle_compute(), 7);
+  EXPECT_DOUBLE_EQ(s.gpus_in_use(), 0.0);
+  ASSERT_TRUE(s.Bind(2, MigJob(0, "2g.20gb", 2)));
+  EXPECT_EQ(s.mig_counters().instances_created, 1);  // reused, not created again
+  EXPECT_EQ(s.mig_idle_compute(), 5);
+  EXPECT_TRUE(s.CheckInvariants());
+}
+
+TEST(ClusterMig, HeldInstancesAndInvalidCreationsAreRefused) {
+  ClusterState s = H100Node();
+  ASSERT_TRUE(s.Bind(1, MigJob(0, "3g.40gb", 0)));
+  auto held = s.Bind(2, MigJob(0, "3g.40gb", 0));
+  ASSERT_FALSE(held);
+  EXPECT_NE(held.error().message.find("held by job 1"), std::string::npos) << held.error().message;
+  auto overlap = s.Bind(3, MigJob(0, "2g.20gb", 2));
+  ASSERT_FALSE(overlap);
+  EXPECT_NE(overlap.error().message.find("overlaps 3g.40gb@0"), std::string::npos) << overlap.error().message;
+  auto v100 = s.Bind(4, Placement{{{1, 0, 0, {}, {}, {{0, 0, 0}}}}});
+  ASSERT_FALSE(v100);
+  EXPECT_EQ(v100.error().code, ErrorCode::kUnresolvable);
+  // A GPU a job holds milli of cannot enter MIG mode.
+  ASSERT_TRUE(s.Bind(5, Placement{{{0, 0, 0, {1}, {300}}}}));
+  auto busy = s.Bind(6, MigJob(1, "1g.10gb", 0));
+  ASSERT_FALSE(busy);
+  EXPECT_NE(busy.error().message.find("not in MIG mode and not idle"), std::string::npos);
+  // Two instances of one job that collide with each other fail as one.
+  Placement two = MigJob(0, "2g.20gb", 4);
+  two.assignments[0].mig.push_back({0, P("1g.20gb"), 4});
+  ASSERT_FALSE(s.Bind(7, two));
+  EXPECT_FALSE(s.HasAllocation(7));
+  EXPECT_EQ(mig::FormatLayout(G(), s.mig_device(0, 0)->layout), "3g.40gb@0");
+  EXPECT_TRUE(s.CheckInvariants());
+}
+
+TEST(ClusterMig, RepartitionKeepsHeldInstancesAndCountsChanges) {
+  ClusterState s = H100Node();
+  ASSERT_TRUE(s.SetMigLayout(0, 0, *mig::ParseLayout(G(), "3g.40gb@0,2g.20gb@4,1g.10gb@6")));
+  EXPECT_EQ(s.mig_counters().instances_created, 3);
+  ASSERT_TRUE(s.Bind(1, MigJob(0, "1g.10gb", 6)));
+  // Dropping the held 1g is refused; dropping the free ones is fine.
+  auto drop = s.SetMigLayout(0, 0, *mig::ParseLayout(G(), "7g.80gb@0"));
+  ASSERT_FALSE(drop);
+  EXPECT_NE(drop.error().message.find("held by job 1"), std::string::npos);
+  ASSERT_TRUE(s.SetMigLayout(0, 0, *mig::ParseLayout(G(), "1g.10gb@0,1g.10gb@1,1g.10gb@2,1g.10gb@3,1g.10gb@4,1g.10gb@5,1g.10gb@6")));
+  EXPECT_EQ(s.mig_counters().instances_destroyed, 2);
+  EXPECT_EQ(s.mig_counters().instances_created, 3 + 6);
+  EXPECT_EQ(s.mig_device(0, 0)->owner[6], 1);
+  EXPECT_EQ(s.mig_idle_compute(), 6);
+  EXPECT_TRUE(s.CheckInvariants());
+  // Leaving MIG mode needs every instance free.
+  EXPECT_FALSE(s.DisableMig(0, 0));
+  ASSERT_TRUE(s.Unbind(1));
+  ASSERT_TRUE(s.DisableMig(0, 0));
+  EXPECT_EQ(s.mig_device(0, 0), nullptr);
+  EXPECT_EQ(s.gpu_free(0)[0], kMilliPerGpu);
+  EXPECT_EQ(s.free_whole_gpus(0), 2);
+  EXPECT_EQ(s.mig_gpus(), 0);
+  EXPECT_EQ(s.mig_idle_compute(), 0);
+  EXPECT_EQ(s.mig_counters().mode_changes, 2);
+  EXPECT_EQ(s.mig_counters().instances_destroyed, 2 + 7);
+  EXPECT_TRUE(s.CheckInvariants());
+}
+
+TEST(ClusterMig, SetMigLayoutRejectsBadLayoutsAndBusyGpus) {
+  ClusterState s = H100Node();
+  mig::Layout bad;
+  bad.instances = {{P("4g.40gb"), 0}, {P("3g.40gb"), 0}};
+  auto st = s.SetMigLayout(0, 0, bad);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("node 'h0' GPU 0"), std::string::npos) << st.error().message;
+  EXPECT_NE(st.error().message.find("overlaps"), std::string::npos) << st.error().message;
+  EXPECT_EQ(s.mig_device(0, 0), nullptr);
+  ASSERT_TRUE(s.Bind(1, Placement{{{0, 0, 0, {0}, {1000}}}}));
+  auto busy = s.SetMigLayout(0, 0, {});
+  ASSERT_FALSE(busy);
+  EXPECT_NE(busy.error().message.find("MIG mode needs the GPU idle"), std::string::npos);
+  EXPECT_FALSE(s.SetMigLayout(1, 0, {}));  // V100
+  EXPECT_TRUE(s.CheckInvariants());
+}
+
+TEST(ClusterMig, CopiesAreIndependent) {
+  ClusterState s = H100Node();
+  ASSERT_TRUE(s.Bind(1, MigJob(0, "1g.10gb", 0)));
+  ClusterState copy = s;
+  ASSERT_TRUE(copy.Unbind(1));
+  ASSERT_TRUE(copy.DisableMig(0, 0));
+  EXPECT_NE(s.mig_device(0, 0), nullptr);
+  EXPECT_EQ(s.mig_device(0, 0)->owner[0], 1);
+  EXPECT_TRUE(s.CheckInvariants());
+  EXPECT_TRUE(copy.CheckInvariants());
+}
+
+}  // namespace
+}  // namespace tidal
