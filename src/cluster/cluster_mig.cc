@@ -2,13 +2,14 @@
 // that hold their instances (cluster_state.h, MigDevice).
 //
 // A MIG job's assignment names instances (MigSlice). Binding one takes an
-// existing free instance of that profile and start or, where the slices are
-// free and the layout rules allow it, creates the instance (NVIDIA lets GPU
-// instances be created and destroyed one at a time while the others run);
-// a fully free device not yet in MIG mode is put into MIG mode first (a mode
-// change, which needs the device idle). Unbinding frees the instance and
-// leaves it in the layout, ready for the next job of that profile; changing
-// or clearing layouts is SetMigLayout / DisableMig.
+// existing free instance of that profile and start or, where the layout
+// rules allow it, creates the instance, destroying free instances in its way
+// (held ones never are; NVIDIA lets GPU instances be created and destroyed
+// one at a time while the others run). A fully free device not yet in MIG
+// mode is put into MIG mode first (a mode change, which needs the device
+// idle). Unbinding frees the instance and leaves it in the layout, ready for
+// the next job of that profile; changing or clearing layouts is
+// SetMigLayout / DisableMig.
 #include <algorithm>
 #include <map>
 
@@ -31,20 +32,38 @@ int MigDevice::BusyCompute() const {
 
 namespace {
 
-// What binding `slice` does to the device state `d` (a copy while checking).
-Status TakeSlice(MigDevice& d, const MigSlice& slice, JobId job, const std::string& where) {
+// What binding `slice` does to the device state `d` (a copy while
+// checking): takes the free instance of that profile and start, or creates
+// it — destroying free instances in its way, never held ones. Adds the
+// instances created and destroyed to the counters given.
+Status TakeSlice(MigDevice& d, const MigSlice& slice, JobId job, const std::string& where, int64_t* created = nullptr,
+                 int64_t* destroyed = nullptr) {
   const mig::Geometry& g = *d.geometry;
   if (slice.profile < 0 || slice.profile >= static_cast<int32_t>(g.profiles.size()))
     return MakeError(ErrorCode::kInvalidArgument, "{}: MIG profile #{} does not exist on {}", where, slice.profile, g.model);
   int i = d.FindInstance(slice.profile, slice.start);
   if (i < 0) {
     const mig::Instance in{slice.profile, slice.start};
-    if (auto st = mig::CanAdd(g, d.layout, in); !st)
+    MigDevice kept{d.geometry, {}, {}};
+    int64_t gone = 0;
+    for (size_t k = 0; k < d.layout.instances.size(); ++k) {
+      const bool in_the_way = (mig::InstanceMask(g, d.layout.instances[k]) & mig::InstanceMask(g, in)) != 0;
+      if (in_the_way && d.owner[k] == MigDevice::kNoOwner) {
+        ++gone;
+        continue;
+      }
+      kept.layout.instances.push_back(d.layout.instances[k]);
+      kept.owner.push_back(d.owner[k]);
+    }
+    if (auto st = mig::CanAdd(g, kept.layout, in); !st)
       return MakeError(ErrorCode::kUnschedulable, "{}: cannot create {}@{}: {}", where, g.profile(slice.profile).name, slice.start,
                        st.error().message);
-    d.layout.instances.push_back(in);
-    d.owner.push_back(MigDevice::kNoOwner);
+    kept.layout.instances.push_back(in);
+    kept.owner.push_back(MigDevice::kNoOwner);
+    d = std::move(kept);
     i = static_cast<int>(d.layout.instances.size()) - 1;
+    if (created) ++*created;
+    if (destroyed) *destroyed += gone;
   }
   if (d.owner[static_cast<size_t>(i)] != MigDevice::kNoOwner)
     return MakeError(ErrorCode::kUnschedulable, "{}: instance {}@{} is held by job {}", where, g.profile(slice.profile).name, slice.start,
@@ -107,10 +126,10 @@ void ClusterState::ApplyMig(const NodeAssignment& a, JobId job, int sign) {
     MigDevice& d = mig_[static_cast<size_t>(mig_index_[static_cast<size_t>(gpu_offset_[n] + s.gpu)])];
     const int compute = d.geometry->profile(s.profile).compute;
     if (sign > 0) {
-      const size_t before = d.layout.instances.size();
-      (void)TakeSlice(d, s, job, "");
-      if (d.layout.instances.size() != before) {
-        ++mig_counters_.instances_created;
+      int64_t created = 0;
+      (void)TakeSlice(d, s, job, "", &created, &mig_counters_.instances_destroyed);
+      if (created > 0) {
+        mig_counters_.instances_created += created;
         NormalizeDevice(d);
       }
       mig_idle_compute_ -= compute;

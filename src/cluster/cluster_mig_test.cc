@@ -143,3 +143,27 @@ TEST(ClusterMig, CopiesAreIndependent) {
 
 }  // namespace
 }  // namespace tidal
+
+namespace tidal {
+namespace {
+
+TEST(ClusterMig, BindDestroysFreeInstancesInTheWayButNeverHeldOnes) {
+  ClusterState s = H100Node();
+  ASSERT_TRUE(s.SetMigLayout(0, 0, *mig::ParseLayout(G(), "2g.20gb@0,2g.20gb@2,2g.20gb@4")));
+  ASSERT_TRUE(s.Bind(1, MigJob(0, "2g.20gb", 0)));
+  // 3g@4 needs slices 4-7: the free 2g@4 goes; 2g@2 stays.
+  ASSERT_TRUE(s.Bind(2, MigJob(0, "3g.40gb", 4)));
+  EXPECT_EQ(mig::FormatLayout(G(), s.mig_device(0, 0)->layout), "2g.20gb@0,2g.20gb@2,3g.40gb@4");
+  EXPECT_EQ(s.mig_device(0, 0)->owner, (std::vector<JobId>{1, MigDevice::kNoOwner, 2}));
+  EXPECT_EQ(s.mig_counters().instances_destroyed, 1);
+  EXPECT_EQ(s.mig_counters().instances_created, 4);
+  // 4g@0 would need the held 2g@0: refused, nothing changes.
+  auto st = s.Bind(3, MigJob(0, "4g.40gb", 0));
+  ASSERT_FALSE(st);
+  EXPECT_EQ(mig::FormatLayout(G(), s.mig_device(0, 0)->layout), "2g.20gb@0,2g.20gb@2,3g.40gb@4");
+  EXPECT_EQ(s.mig_counters().instances_destroyed, 1);
+  EXPECT_TRUE(s.CheckInvariants());
+}
+
+}  // namespace
+}  // namespace tidal

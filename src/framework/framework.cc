@@ -31,6 +31,7 @@ bool Profile::Disable(std::string_view plugin_name) {
   std::erase_if(reserves, [&](ReservePlugin* p) { return p->name() == plugin_name && (found = true); });
   if (device_select && device_select->name() == plugin_name) device_select = nullptr, found = true;
   if (gang && gang->name() == plugin_name) gang = nullptr, found = true;
+  if (mig && mig->name() == plugin_name) mig = nullptr, found = true;
   return found;
 }
 
@@ -75,7 +76,31 @@ std::unexpected<Error> Framework::NoFit(const CycleContext& ctx, const PodReques
                                fmt::format("job '{}': no node has room now", j.name)});
 }
 
+Result<Placement> Framework::ScheduleMig(const CycleContext& ctx, const PodRequest& pod) {
+  const Job& j = *pod.job;
+  if (profile_.mig == nullptr)
+    return MakeError(ErrorCode::kUnresolvable, "job '{}' ({}): asks for MIG instance {} but profile '{}' has no MIG placer", j.name,
+                     j.source, j.mig_profile, profile_.name);
+  const auto start = std::chrono::steady_clock::now();
+  auto p = profile_.mig->PlaceMig(ctx, pod);
+  Time(profile_.mig, start);
+  if (p) return std::move(*p);
+  // Could any node ever host it: a GPU with that profile, CPU and memory?
+  const ClusterState& c = ctx.cluster;
+  for (NodeId n = 0; n < c.num_nodes(); ++n) {
+    if (c.gpu_count(n) == 0 || !pod.gpu_spec.Allows(c.gpu_model(n))) continue;
+    const mig::Geometry* g = mig::FindGeometry(c.models().Name(c.gpu_model(n)));
+    if (g && g->FindProfile(j.mig_profile) >= 0 && c.cpu_capacity(n) >= j.cpu_milli && c.memory_capacity(n) >= j.memory_mib)
+      return MakeError(ErrorCode::kUnschedulable, "job '{}': no GPU has a free {} instance or room for one now", j.name, j.mig_profile);
+  }
+  return MakeError(ErrorCode::kUnresolvable,
+                   "job '{}' ({}): no node has a MIG-capable GPU with profile {} (and {} milli-CPU, {} MiB); use a profile of "
+                   "the cluster's GPUs (nvidia-smi mig -lgip lists them)",
+                   j.name, j.source, j.mig_profile, j.cpu_milli, j.memory_mib);
+}
+
 Result<Placement> Framework::Schedule(const CycleContext& ctx, const PodRequest& pod) {
+  if (pod.job->IsMig()) return ScheduleMig(ctx, pod);
   if (profile_.gang != nullptr && profile_.gang->PlacesWholeGpuJobs() && pod.num_gpu() > 0 &&
       pod.gpu_milli() == kMilliPerGpu) {
     std::string why;

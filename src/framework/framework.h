@@ -11,7 +11,8 @@
 // node name, and names carry a per-run random prefix, so its ranks are a
 // seeded random permutation), otherwise uniformly at random (stock
 // kube-scheduler's reservoir sampling). A job that may span nodes and does not fit on one
-// goes to the profile's GangPlace plugin.
+// goes to the profile's GangPlace plugin; a MIG job (Job::mig_profile) to
+// its MigPlace plugin.
 #pragma once
 
 #include <chrono>
@@ -38,6 +39,7 @@ struct Profile {
   DeviceSelectPlugin* device_select = nullptr;
   std::vector<ReservePlugin*> reserves;
   GangPlacePlugin* gang = nullptr;
+  MigPlacePlugin* mig = nullptr;  // MIG jobs (Job::mig_profile) go here
 
   template <typename T, typename... Args>
   T* Own(Args&&... args) {
@@ -82,6 +84,7 @@ class Framework {
  private:
   Result<Placement> ScheduleOnOneNode(const CycleContext& ctx, const PodRequest& pod);
   std::unexpected<Error> NoFit(const CycleContext& ctx, const PodRequest& pod) const;
+  Result<Placement> ScheduleMig(const CycleContext& ctx, const PodRequest& pod);
   void Time(const Plugin* p, std::chrono::steady_clock::time_point start);
 
   Profile profile_;

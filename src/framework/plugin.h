@@ -126,4 +126,11 @@ class GangPlacePlugin : public virtual Plugin {
   virtual bool PlacesWholeGpuJobs() const { return false; }
 };
 
+// Places a job that asks for one MIG instance (Job::mig_profile): which GPU,
+// which instance. Returns nullopt if no GPU can host it now.
+class MigPlacePlugin : public virtual Plugin {
+ public:
+  virtual std::optional<Placement> PlaceMig(const CycleContext& ctx, const PodRequest& pod) = 0;
+};
+
 }  // namespace tidal

@@ -12,6 +12,7 @@
 #include "plugins/gpu_packing/gpu_packing_score.h"
 #include "plugins/hived/hived.h"
 #include "plugins/kueue_tas/kueue_tas.h"
+#include "plugins/mig/mig_pack.h"
 #include "plugins/random/random_score.h"
 #include "plugins/random_gang/random_gang.h"
 #include "plugins/resource_fit/resource_fit.h"
@@ -62,7 +63,33 @@ Result<std::string> PolicyLabel(std::string_view policy) {
                    policy);
 }
 
-Result<Profile> MakePolicyProfile(std::string_view policy, std::shared_ptr<FragmentationModel> frag) {
+Status CheckMigPlacer(std::string_view mig_placer) {
+  if (mig_placer == "pack" || mig_placer == "first-fit") return Ok();
+  return MakeError(ErrorCode::kInvalidArgument, "unknown MIG placer '{}'; choose pack (tidal) or first-fit (greedy)", mig_placer);
+}
+
+namespace {
+
+void AddMigPlacer(Profile& p, std::string_view mig_placer) {
+  auto* m = p.Own<MigPack>(mig_placer == "first-fit" ? MigPackPolicy::kFirstFit : MigPackPolicy::kFragAware);
+  p.mig = m;
+  p.reserves.push_back(m);
+}
+
+Result<Profile> MakePlacerProfile(std::string_view policy, std::shared_ptr<FragmentationModel> frag);
+
+}  // namespace
+
+Result<Profile> MakePolicyProfile(std::string_view policy, std::shared_ptr<FragmentationModel> frag, std::string_view mig_placer) {
+  TIDAL_RETURN_IF_ERROR(CheckMigPlacer(mig_placer));
+  TIDAL_ASSIGN_OR_RETURN(Profile p, MakePlacerProfile(policy, std::move(frag)));
+  AddMigPlacer(p, mig_placer);
+  return p;
+}
+
+namespace {
+
+Result<Profile> MakePlacerProfile(std::string_view policy, std::shared_ptr<FragmentationModel> frag) {
   if (IsTopologyPlacer(policy)) {
     // Whole-GPU jobs go to the topology placer; sharing and CPU-only pods
     // take the node path with best-fit scoring.
@@ -118,5 +145,7 @@ Result<Profile> MakePolicyProfile(std::string_view policy, std::shared_ptr<Fragm
   }
   return p;
 }
+
+}  // namespace
 
 }  // namespace tidal::plugins

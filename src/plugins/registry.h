@@ -24,7 +24,12 @@ bool IsTopologyPlacer(std::string_view name);
 // "01-Random" ... "06-FGD": the sc_policy labels of the published results.
 Result<std::string> PolicyLabel(std::string_view policy);
 
-// `frag` is required for "fgd" (the typical pods it scores against).
-Result<Profile> MakePolicyProfile(std::string_view policy, std::shared_ptr<FragmentationModel> frag);
+// Which MIG placer a profile gets (plugins/mig/mig_pack.h): "pack" (tidal's
+// fragmentation-aware one, the default) or "first-fit" (the greedy baseline).
+Status CheckMigPlacer(std::string_view mig_placer);
+
+// `frag` is required for "fgd" (the typical pods it scores against). Every
+// profile places MIG jobs with `mig_placer`.
+Result<Profile> MakePolicyProfile(std::string_view policy, std::shared_ptr<FragmentationModel> frag, std::string_view mig_placer = "pack");
 
 }  // namespace tidal::plugins

@@ -47,7 +47,8 @@ JobShape JobShape::Of(const PodRequest& pod) {
                   j.topo_required ? topo::LevelIndex(*j.topo_required) : -1,
                   j.topo_preferred ? topo::LevelIndex(*j.topo_preferred) : -1,
                   j.topo_max_wait_s,
-                  static_cast<int64_t>(j.topo_slowdown_ok * 1000 + 0.5)};
+                  static_cast<int64_t>(j.topo_slowdown_ok * 1000 + 0.5),
+                  j.mig_profile};
 }
 
 // --- JobQueue -------------------------------------------------------------

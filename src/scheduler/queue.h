@@ -91,6 +91,7 @@ struct JobShape {
   int topo_preferred = -1;
   int64_t topo_max_wait_s = 0;
   int64_t topo_slowdown_ok_milli = 1000;
+  std::string mig_profile;
 
   static JobShape Of(const PodRequest& pod);
   auto operator<=>(const JobShape&) const = default;

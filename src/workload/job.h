@@ -58,6 +58,11 @@ struct Job {
   double topo_slowdown_ok = 1.0;
   // GPUs per tensor-parallel group, kept inside one NVLink domain (0: unknown).
   int32_t tp_group = 0;
+  // One MIG instance of this profile ("3g.40gb"), placed by the profile's
+  // MIG placer on a GPU in MIG mode (or an idle GPU put into MIG mode).
+  // Such a job has num_gpu 1 and gpu_milli = the profile's compute share
+  // (MigMilli), which quotas and fair share count; it never holds milli-GPU.
+  std::string mig_profile;
 
   // What a queue plans with: the estimate, else the exact run time.
   int64_t PlannedDuration() const { return estimate_s ? *estimate_s : duration_s.value_or(0); }
@@ -68,9 +73,14 @@ struct Job {
     return static_cast<int64_t>(static_cast<double>(run_s) * static_cast<double>(*estimate_s) / static_cast<double>(*duration_s) + 0.5);
   }
   int64_t TotalGpuMilli() const { return int64_t{num_gpu} * gpu_milli; }
-  bool IsGpuSharing() const { return num_gpu == 1 && gpu_milli < kMilliPerGpu; }
+  bool IsGpuSharing() const { return num_gpu == 1 && gpu_milli < kMilliPerGpu && mig_profile.empty(); }
+  bool IsMig() const { return !mig_profile.empty(); }
   bool IsCpuOnly() const { return num_gpu == 0; }
 };
+
+// A MIG profile's share of a GPU in milli-GPU: compute slices x 1000 / 7,
+// rounded up (1g 143, 2g 286, 3g 429, 4g 572, 7g 1000).
+inline int32_t MigMilli(int compute_slices) { return (compute_slices * kMilliPerGpu + mig::kComputeSlices - 1) / mig::kComputeSlices; }
 
 // A job's request with models resolved against a cluster's registry; what
 // plugins compare on the hot path.

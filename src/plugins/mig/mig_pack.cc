@@ -1,0 +1,87 @@
+#include "plugins/mig/mig_pack.h"
+
+#include <cmath>
+#include <tuple>
+
+#include "mig/packer.h"
+
+namespace tidal::plugins {
+namespace {
+
+struct Candidate {
+  NodeId node = -1;
+  int32_t gpu = -1;
+  mig::SlotChoice choice;
+  int busy = 0;  // compute slices held on that GPU before
+};
+
+}  // namespace
+
+std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodRequest& pod) {
+  const ClusterState& c = ctx.cluster;
+  const Job& j = *pod.job;
+  std::optional<Candidate> best;
+  NodeId idle_node = -1;
+  int32_t idle_gpu = -1;
+  const mig::Geometry* idle_geometry = nullptr;
+  for (NodeId n = 0; n < c.num_nodes(); ++n) {
+    if (c.gpu_count(n) == 0 || !pod.gpu_spec.Allows(c.gpu_model(n))) continue;
+    if (c.cpu_free(n) < j.cpu_milli || c.memory_free(n) < j.memory_mib) continue;
+    const mig::Geometry* g = mig::FindGeometry(c.models().Name(c.gpu_model(n)));
+    if (!g) continue;
+    const int profile = g->FindProfile(j.mig_profile);
+    if (profile < 0) continue;
+    mig::RequestMix mix;
+    if (policy_ == MigPackPolicy::kFragAware) {
+      mix.weight.assign(g->profiles.size(), 1.0);
+      for (size_t k = 0; k < g->profiles.size(); ++k)
+        if (auto it = bound_.find(g->profiles[k].name); it != bound_.end()) mix.weight[k] += static_cast<double>(it->second);
+    }
+    for (int32_t d = 0; d < c.gpu_count(n); ++d) {
+      const MigDevice* md = c.mig_device(n, d);
+      if (!md) {
+        if (c.gpu_free(n)[static_cast<size_t>(d)] != kMilliPerGpu) continue;
+        const bool better_idle = idle_node < 0 || (policy_ == MigPackPolicy::kFragAware && c.free_whole_gpus(n) < c.free_whole_gpus(idle_node));
+        if (better_idle) idle_node = n, idle_gpu = d, idle_geometry = g;
+        continue;
+      }
+      mig::GpuSlots slots{&md->layout, {}};
+      for (JobId o : md->owner) slots.held.push_back(o != MigDevice::kNoOwner);
+      auto choice = policy_ == MigPackPolicy::kFragAware ? mig::BestSlot(*g, slots, profile, mix) : mig::FirstSlot(*g, slots, profile);
+      if (!choice) continue;
+      Candidate cand{n, d, *choice, md->BusyCompute()};
+      if (policy_ == MigPackPolicy::kFirstFit) {
+        best = cand;
+        break;
+      }
+      const auto key = [](const Candidate& x) {
+        return std::make_tuple(static_cast<int64_t>(std::llround(x.choice.delta * 1e9)), !x.choice.reuse, -x.busy, x.node, x.gpu);
+      };
+      if (!best || key(cand) < key(*best)) best = cand;
+    }
+    if (best && policy_ == MigPackPolicy::kFirstFit) break;
+  }
+  if (!best && idle_node >= 0) {
+    const int profile = idle_geometry->FindProfile(j.mig_profile);
+    mig::GpuSlots none;
+    auto choice = policy_ == MigPackPolicy::kFragAware ? mig::BestSlot(*idle_geometry, none, profile, {}) : mig::FirstSlot(*idle_geometry, none, profile);
+    if (choice) best = Candidate{idle_node, idle_gpu, *choice, 0};
+  }
+  if (!best) return std::nullopt;
+  NodeAssignment a;
+  a.node = best->node;
+  a.cpu_milli = j.cpu_milli;
+  a.memory_mib = j.memory_mib;
+  a.mig = {{best->gpu, best->choice.instance.profile, best->choice.instance.start}};
+  return Placement{{std::move(a)}};
+}
+
+void MigPack::Reserve(const ClusterState&, const Job& job, const Placement&) {
+  if (job.IsMig() && seen_.insert(job.id).second) ++bound_[job.mig_profile];
+}
+
+void MigPack::Unreserve(const ClusterState&, const Job& job, const Placement&) {
+  if (job.IsMig() && seen_.erase(job.id) > 0) --bound_[job.mig_profile];
+}
+
+}  // namespace tidal::plugins

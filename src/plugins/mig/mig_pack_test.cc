@@ -1,0 +1,139 @@
+// The MIG placers through the Scheduler: where instances go, what a
+// MIG-unaware job can no longer use, and what can never fit.
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "plugins/registry.h"
+#include "scheduler/scheduler.h"
+
+namespace tidal::plugins {
+namespace {
+
+const mig::Geometry& G() { return *mig::FindGeometry("H100"); }
+
+struct Fixture {
+  Scheduler scheduler;
+  std::deque<Job> jobs;
+
+  explicit Fixture(std::string_view mig_placer, std::vector<NodeSpec> nodes = {{"n0", 64000, 1 << 20, 8, "H100"}, {"n1", 64000, 1 << 20, 2, "H100"}})
+      : scheduler(*ClusterState::Build(nodes), *MakePolicyProfile("bestfit", nullptr, mig_placer), 7) {}
+
+  const Job& Mig(const char* profile) {
+    Job j;
+    j.id = static_cast<JobId>(jobs.size() + 1);
+    j.name = "m" + std::to_string(j.id);
+    j.cpu_milli = 1000;
+    j.memory_mib = 1024;
+    j.num_gpu = 1;
+    j.gpu_milli = MigMilli(G().profile(G().FindProfile(profile)).compute);
+    j.mig_profile = profile;
+    jobs.push_back(j);
+    return jobs.back();
+  }
+  const Job& Whole(int32_t n) {
+    Job j;
+    j.id = static_cast<JobId>(jobs.size() + 1);
+    j.name = "w" + std::to_string(j.id);
+    j.num_gpu = n;
+    j.gpu_milli = kMilliPerGpu;
+    jobs.push_back(j);
+    return jobs.back();
+  }
+  // "node/gpu/profile@start" of a bound MIG job.
+  std::string Where(const Job& j) {
+    auto p = scheduler.ScheduleAndBind(j);
+    if (!p) return "error: " + p.error().message;
+    const NodeAssignment& a = (*p)->assignments.at(0);
+    const MigSlice& s = a.mig.at(0);
+    return fmt::format("{}/{}/{}@{}", a.node, s.gpu, G().profile(s.profile).name, s.start);
+  }
+};
+
+TEST(MigPack, MigJobsAskForMigShares) {
+  EXPECT_EQ(MigMilli(1), 143);
+  EXPECT_EQ(MigMilli(2), 286);
+  EXPECT_EQ(MigMilli(3), 429);
+  EXPECT_EQ(MigMilli(4), 572);
+  EXPECT_EQ(MigMilli(7), 1000);
+}
+
+TEST(MigPack, PacksOneGpuBeforeOpeningAnother) {
+  Fixture f("pack");
+  // The first enters MIG mode on the fullest node's idle GPU: n1 has 2
+  // free, n0 8, so the 8-GPU node stays whole for gangs. A 3g goes to the
+  // upper half (@4): the lower half then still takes a 4g or four 1g, while
+  // a 3g@0 would leave room for neither a 4g nor a fourth 1g (by hand, over
+  // the uniform mix: expected unusable compute 10/7 against 17/7).
+  EXPECT_EQ(f.Where(f.Mig("3g.40gb")), "1/0/3g.40gb@4");
+  EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "1/0/1g.10gb@0");
+  EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "1/0/1g.10gb@1");
+  // 3 + 1 + 1 + 2 = 7 compute slices: the GPU is full.
+  EXPECT_EQ(f.Where(f.Mig("2g.20gb")), "1/0/2g.20gb@2");
+  EXPECT_EQ(f.Where(f.Mig("7g.80gb")), "1/1/7g.80gb@0");
+  EXPECT_EQ(f.Where(f.Mig("7g.80gb")), "0/0/7g.80gb@0");
+  EXPECT_TRUE(f.scheduler.cluster().CheckInvariants());
+}
+
+TEST(MigPack, FirstFitTakesTheFirstIdleGpu) {
+  Fixture f("first-fit");
+  EXPECT_EQ(f.Where(f.Mig("3g.40gb")), "0/0/3g.40gb@0");
+  EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "0/0/1g.10gb@4");
+  EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "0/0/1g.10gb@5");
+}
+
+TEST(MigPack, FragmentationDecidesBetweenGpus) {
+  Fixture f("pack", {{"n0", 64000, 1 << 20, 2, "H100"}});
+  ASSERT_TRUE(f.scheduler.Bind(f.Mig("3g.40gb"), Placement{{{0, 1000, 1024, {}, {}, {{0, G().FindProfile("3g.40gb"), 0}}}}}));
+  ASSERT_TRUE(f.scheduler.Bind(f.Mig("3g.40gb"), Placement{{{0, 1000, 1024, {}, {}, {{1, G().FindProfile("3g.40gb"), 4}}}}}));
+  ASSERT_TRUE(f.scheduler.Bind(f.Mig("1g.10gb"), Placement{{{0, 1000, 1024, {}, {}, {{1, G().FindProfile("1g.10gb"), 0}}}}}));
+  // GPU 0 has slices 4-7 free (a 3g fits), GPU 1 slices 1-3 (no 3g):
+  // a 1g on GPU 1 breaks nothing a 3g could use.
+  EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "0/1/1g.10gb@1");
+}
+
+TEST(MigPack, MigUnawareJobsCannotUseMigGpus) {
+  Fixture f("pack", {{"n0", 64000, 1 << 20, 2, "H100"}});
+  // A lone 1g takes the last slot (@6), keeping 0-5 whole for a 4g + 2g.
+  EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "0/0/1g.10gb@6");
+  EXPECT_TRUE(f.scheduler.ScheduleAndBind(f.Whole(1)));
+  auto second = f.scheduler.ScheduleAndBind(f.Whole(1));
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, ErrorCode::kUnschedulable);
+  // And with every GPU busy a MIG job waits.
+  auto mig = f.scheduler.ScheduleAndBind(f.Mig("7g.80gb"));
+  ASSERT_FALSE(mig);
+  EXPECT_EQ(mig.error().code, ErrorCode::kUnschedulable);
+}
+
+TEST(MigPack, ProfilesNoGpuHasAreUnresolvable) {
+  Fixture f("pack", {{"v0", 64000, 1 << 20, 8, "V100"}});
+  auto r = f.scheduler.ScheduleAndBind(f.Mig("1g.10gb"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kUnresolvable);
+  EXPECT_NE(r.error().message.find("no node has a MIG-capable GPU with profile 1g.10gb"), std::string::npos) << r.error().message;
+  Fixture h("pack");
+  Job odd = h.Mig("1g.10gb");
+  odd.mig_profile = "1g.5gb";  // an A100-40GB profile
+  auto r2 = h.scheduler.ScheduleAndBind(odd);
+  ASSERT_FALSE(r2);
+  EXPECT_EQ(r2.error().code, ErrorCode::kUnresolvable);
+  EXPECT_FALSE(CheckMigPlacer("hami"));
+  EXPECT_FALSE(MakePolicyProfile("bestfit", nullptr, "hami"));
+}
+
+TEST(MigPack, ReleaseKeepsTheInstanceForReuse) {
+  Fixture f("pack", {{"n0", 64000, 1 << 20, 1, "H100"}});
+  const Job& a = f.Mig("2g.20gb");
+  // 2g@4 keeps 0-3 for a 4g or a 3g; 2g@0 would break the 4g slot.
+  EXPECT_EQ(f.Where(a), "0/0/2g.20gb@4");
+  EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "0/0/1g.10gb@6");
+  ASSERT_TRUE(f.scheduler.Release(a));
+  // The free 2g@0 is reused rather than a new one created.
+  const int64_t created = f.scheduler.cluster().mig_counters().instances_created;
+  EXPECT_EQ(f.Where(f.Mig("2g.20gb")), "0/0/2g.20gb@4");
+  EXPECT_EQ(f.scheduler.cluster().mig_counters().instances_created, created);
+}
+
+}  // namespace
+}  // namespace tidal::plugins
