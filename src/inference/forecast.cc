@@ -46,13 +46,21 @@ double SeasonalForecaster::Base(int64_t i, bool& have) const {
     const int64_t k = std::max<int64_t>(1, (i - n + period - 1) / period);
     return i - k * period;
   };
+  const int64_t half = cfg_.base_smooth_s / step_s_;
+  auto value = [&](int64_t j) {
+    if (half == 0) return x_[static_cast<size_t>(j)];
+    const int64_t lo = std::max<int64_t>(0, j - half), hi = std::min(n, j + half);
+    double sum = 0;
+    for (int64_t k = lo; k <= hi; ++k) sum += x_[static_cast<size_t>(k)];
+    return sum / static_cast<double>(hi - lo + 1);
+  };
   const int64_t d = back(cfg_.day_s / step_s_);
   have = d >= 0;
   if (!have) return 0;
-  const double day = x_[static_cast<size_t>(d)];
+  const double day = value(d);
   const int64_t w = back(cfg_.week_s / step_s_);
   if (w < 0 || cfg_.week_weight == 0) return day;
-  return day + cfg_.week_weight * (x_[static_cast<size_t>(w)] - day);
+  return day + cfg_.week_weight * (value(w) - day);
 }
 
 double SeasonalForecaster::Trend() const {

@@ -3,7 +3,8 @@
 // SeasonalForecaster knows only what it has been fed (Observe), in time order:
 // it keeps no reference to a series, so it cannot look ahead. Its forecast for
 // a step at index i, with n the last observed index:
-//   base(i)  = x[i - kD] for the smallest k >= 1 with i - kD <= n   (same time a day back)
+//   base(i)  = x[i - kD] for the smallest k >= 1 with i - kD <= n   (same time a day back;
+//              with base_smooth_s, the mean of x within that many seconds of it, up to n)
 //              blended with x[i - kW] (same time a week back) when that exists:
 //              base = day + week_weight x (week - day)
 //   trend    = sum of x over the last trend_window / sum of base() over the same
@@ -35,6 +36,10 @@ struct ForecastConfig {
   int64_t trend_window_s = 3600;
   double trend_min = 0.5;
   double trend_max = 2.0;
+  // Half-width of a mean taken around the day- and week-back points (0: the
+  // points themselves). Smoothing trades exactness on periodic demand for less
+  // per-minute noise copied from yesterday.
+  int64_t base_smooth_s = 0;
 };
 
 class SeasonalForecaster {

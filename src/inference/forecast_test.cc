@@ -100,6 +100,22 @@ TEST(Forecaster, WeekBlendByHand) {
   EXPECT_EQ(*Fed(r, 7 * kD + 60, cfg).Forecast((7 * kD + 90) * kStep), 62.5);
 }
 
+TEST(Forecaster, SmoothedBaseByHand) {
+  // Day 0 at 10 but one minute of 40; a one-step half-width averages 3 minutes.
+  std::vector<double> r(2 * kD, 10);
+  r[100] = 40;
+  ForecastConfig cfg;
+  cfg.base_smooth_s = 60;
+  cfg.trend_min = cfg.trend_max = 1;
+  const SeasonalForecaster f = Fed(r, kD + 50, cfg);
+  EXPECT_EQ(*f.Forecast((kD + 99) * kStep), 20);   // (10 + 10 + 40) / 3
+  EXPECT_EQ(*f.Forecast((kD + 101) * kStep), 20);  // (40 + 10 + 10) / 3
+  EXPECT_EQ(*f.Forecast((kD + 102) * kStep), 10);
+  // The window never reaches past the last observation: at n = 100 the
+  // one-day-ahead point 100 averages x[99], x[100] only.
+  EXPECT_EQ(*Fed(r, 100, cfg).Forecast((kD + 100) * kStep), 25);
+}
+
 TEST(Forecaster, BadObservationsAreErrors) {
   SeasonalForecaster f(kStep);
   EXPECT_FALSE(f.Forecast(0).has_value());
@@ -244,6 +260,13 @@ TEST(RealTraces, ForecastErrorAtThirtyMinutes) {
                 c.name, r->points, r->mape, r->p50, r->p90, r->p99, r->bias, r->under_share, ahead->slo_met_share,
                 reactive->slo_met_share, ahead->mean_replicas, reactive->mean_replicas);
     EXPECT_LT(r->mape, 0.5) << c.name;
+    ForecastConfig smooth;
+    smooth.base_smooth_s = 600;
+    auto sm = EvaluateForecast(*s, 1800, 0.1, smooth);
+    ASSERT_TRUE(sm.has_value());
+    std::printf("%-17s   with base_smooth_s 600: MAPE %.3f p50 %.3f p90 %.3f p99 %.3f bias %+.3f under>10%% %.4f\n",
+                "", sm->mape, sm->p50, sm->p90, sm->p99, sm->bias, sm->under_share);
+    EXPECT_LT(sm->mape, r->mape) << c.name;
     EXPECT_GE(ahead->slo_met_share, reactive->slo_met_share) << c.name;
   }
 }
