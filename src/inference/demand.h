@@ -64,7 +64,8 @@ Result<DemandSeries> Resample(const DemandSeries& s, int64_t step_s);
 // Peak/trough as the trace READMEs define it: for each full day, max/min of the
 // 24 hourly mean rates; the median over full days. Hours that touch a step
 // below missing_below x median(rate) count as missing (the ServeGen README's
-// rule for collection gaps, 0.1); a day with a missing hour is skipped.
+// rule for collection gaps, 0.1); a day with a missing hour, or an hour of no
+// requests (its ratio would be infinite), is skipped.
 struct DiurnalStats {
   int full_days = 0;           // days used
   double median_ratio = 0;     // the "A" figure in the READMEs

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <numeric>
 #include <ostream>
 #include <string>
@@ -72,6 +73,8 @@ TEST_P(ReadmeDiurnal, PeakTroughWithinATenth) {
   const DemandSeries s = MustRead(kTraces + c.file, c.format);
   auto st = ComputeDiurnalStats(s, c.missing_below);
   ASSERT_TRUE(st.has_value()) << st.error().message;
+  std::printf("%s: %d full days, peak/trough median %.2f [%.2f-%.2f] (README %.2f)\n", c.file.c_str(), st->full_days,
+              st->median_ratio, st->min_ratio, st->max_ratio, c.readme_a);
   EXPECT_EQ(st->full_days, c.days);
   EXPECT_NEAR(st->median_ratio, c.readme_a, 0.1);
 }
