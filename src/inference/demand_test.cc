@@ -90,60 +90,63 @@ INSTANTIATE_TEST_SUITE_P(
         DiurnalCase{"alibaba-servegen/servegen_deepseek-r1_10min.csv", "servegen", 0, 4.91, 1},
         DiurnalCase{"alibaba-servegen/servegen_mm-image_10min.csv", "servegen", 0, 2.28, 1}));
 
+using Parser = Result<DemandSeries> (*)(std::string_view, const std::string&);
+
 struct BadRow {
   std::string what, text;
   std::vector<std::string> must_contain;
+  Parser parse = nullptr;  // set by the INSTANTIATE below
 };
 void PrintTo(const BadRow& r, std::ostream* os) { *os << r.what; }
 
-std::string ErrorOf(const Result<DemandSeries>& r) { return r ? std::string("(no error)") : r.error().message; }
+std::vector<BadRow> With(Parser parse, std::vector<BadRow> rows) {
+  for (BadRow& r : rows) r.parse = parse;
+  return rows;
+}
+
+class ReaderBad : public ::testing::TestWithParam<BadRow> {};
+TEST_P(ReaderBad, SaysWhatAndWhere) {
+  auto r = GetParam().parse(GetParam().text, "x.csv");
+  ASSERT_FALSE(r.has_value());
+  for (const std::string& part : GetParam().must_contain) EXPECT_THAT(r.error().message, HasSubstr(part));
+}
 
 const std::string kAzHead = "timestamp_minute,requests,input_tokens,output_tokens\n";
 
-class AzureBad : public ::testing::TestWithParam<BadRow> {};
-TEST_P(AzureBad, SaysWhatAndWhere) {
-  const std::string msg = ErrorOf(ParseAzure2024Minutes(GetParam().text, "t.csv"));
-  for (const std::string& part : GetParam().must_contain) EXPECT_THAT(msg, HasSubstr(part));
-}
 INSTANTIATE_TEST_SUITE_P(
-    Table, AzureBad,
-    ::testing::Values(
+    Azure, ReaderBad,
+    ::testing::ValuesIn(With(ParseAzure2024Minutes, {
         BadRow{"missing column", "timestamp_minute,requests,input_tokens\n2024-05-10T00:00Z,1,2\n",
-               {"t.csv:1", "missing column 'output_tokens'"}},
+               {"x.csv:1", "missing column 'output_tokens'"}},
         BadRow{"gap", kAzHead + "2024-05-10T00:00Z,1,2,3\n2024-05-10T00:03Z,1,2,3\n",
-               {"t.csv:3", "gap", "2 missing minute(s)", "write 0"}},
+               {"x.csv:3", "gap", "2 missing minute(s)", "write 0"}},
         BadRow{"out of order", kAzHead + "2024-05-10T00:01Z,1,2,3\n2024-05-10T00:00Z,1,2,3\n",
-               {"t.csv:3", "out of order", "sort"}},
+               {"x.csv:3", "out of order", "sort"}},
         BadRow{"duplicate", kAzHead + "2024-05-10T00:00Z,1,2,3\n2024-05-10T00:00Z,1,2,3\n",
-               {"t.csv:3", "duplicate timestamp"}},
-        BadRow{"negative", kAzHead + "2024-05-10T00:00Z,-5,2,3\n", {"t.csv:2", "'requests'", "-5 is negative"}},
-        BadRow{"nan", kAzHead + "2024-05-10T00:00Z,nan,2,3\n", {"t.csv:2", "'nan' is not a number"}},
-        BadRow{"inf tokens", kAzHead + "2024-05-10T00:00Z,1,inf,3\n", {"t.csv:2", "'input_tokens'", "not a number"}},
-        BadRow{"empty trace", kAzHead, {"t.csv", "no rows"}},
-        BadRow{"empty file", "", {"t.csv", "empty"}},
-        BadRow{"bad timestamp", kAzHead + "2024-05-10 00:00,1,2,3\n", {"t.csv:2", "not a UTC minute", "2024-05-10T00:00Z"}},
-        BadRow{"bad month", kAzHead + "2024-13-10T00:00Z,1,2,3\n", {"t.csv:2", "not a UTC minute"}},
-        BadRow{"truncated", kAzHead + "2024-05-10T00:00Z,1,2\n", {"t.csv:2", "expected 4 fields"}}));
+               {"x.csv:3", "duplicate timestamp"}},
+        BadRow{"negative", kAzHead + "2024-05-10T00:00Z,-5,2,3\n", {"x.csv:2", "'requests'", "-5 is negative"}},
+        BadRow{"nan", kAzHead + "2024-05-10T00:00Z,nan,2,3\n", {"x.csv:2", "'nan' is not a number"}},
+        BadRow{"inf tokens", kAzHead + "2024-05-10T00:00Z,1,inf,3\n", {"x.csv:2", "'input_tokens'", "not a number"}},
+        BadRow{"empty trace", kAzHead, {"x.csv", "no rows"}},
+        BadRow{"empty file", "", {"x.csv", "empty"}},
+        BadRow{"bad timestamp", kAzHead + "2024-05-10 00:00,1,2,3\n", {"x.csv:2", "not a UTC minute", "2024-05-10T00:00Z"}},
+        BadRow{"bad month", kAzHead + "2024-13-10T00:00Z,1,2,3\n", {"x.csv:2", "not a UTC minute"}},
+        BadRow{"truncated", kAzHead + "2024-05-10T00:00Z,1,2\n", {"x.csv:2", "expected 4 fields"}}})));
 
 const std::string kSgHead = "window_start_s,total_rate_rps,input_tokens_est,output_tokens_est\n";
 
-class ServeGenBad : public ::testing::TestWithParam<BadRow> {};
-TEST_P(ServeGenBad, SaysWhatAndWhere) {
-  const std::string msg = ErrorOf(ParseServeGen10Min(GetParam().text, "s.csv"));
-  for (const std::string& part : GetParam().must_contain) EXPECT_THAT(msg, HasSubstr(part));
-}
 INSTANTIATE_TEST_SUITE_P(
-    Table, ServeGenBad,
-    ::testing::Values(
-        BadRow{"missing column", "window_start_s,rate\n0,1\n", {"s.csv:1", "missing column 'total_rate_rps'"}},
-        BadRow{"gap", kSgHead + "0,1,2,3\n1200,1,2,3\n", {"s.csv:3", "gap", "1 missing 600-s window(s)"}},
-        BadRow{"off grid", kSgHead + "0,1,2,3\n900,1,2,3\n", {"s.csv:3", "not on the 600-s grid"}},
-        BadRow{"out of order", kSgHead + "600,1,2,3\n0,1,2,3\n", {"s.csv:3", "out of order"}},
-        BadRow{"duplicate", kSgHead + "600,1,2,3\n600,1,2,3\n", {"s.csv:3", "duplicate timestamp 600"}},
-        BadRow{"negative", kSgHead + "0,-0.5,2,3\n", {"s.csv:2", "'total_rate_rps'", "negative"}},
-        BadRow{"infinite", kSgHead + "0,inf,2,3\n", {"s.csv:2", "not a number"}},
-        BadRow{"fractional start", kSgHead + "0.5,1,2,3\n", {"s.csv:2", "fractional"}},
-        BadRow{"empty trace", kSgHead, {"s.csv", "no rows"}}));
+    ServeGen, ReaderBad,
+    ::testing::ValuesIn(With(ParseServeGen10Min, {
+        BadRow{"missing column", "window_start_s,rate\n0,1\n", {"x.csv:1", "missing column 'total_rate_rps'"}},
+        BadRow{"gap", kSgHead + "0,1,2,3\n1200,1,2,3\n", {"x.csv:3", "gap", "1 missing 600-s window(s)"}},
+        BadRow{"off grid", kSgHead + "0,1,2,3\n900,1,2,3\n", {"x.csv:3", "not on the 600-s grid"}},
+        BadRow{"out of order", kSgHead + "600,1,2,3\n0,1,2,3\n", {"x.csv:3", "out of order"}},
+        BadRow{"duplicate", kSgHead + "600,1,2,3\n600,1,2,3\n", {"x.csv:3", "duplicate timestamp 600"}},
+        BadRow{"negative", kSgHead + "0,-0.5,2,3\n", {"x.csv:2", "'total_rate_rps'", "negative"}},
+        BadRow{"infinite", kSgHead + "0,inf,2,3\n", {"x.csv:2", "not a number"}},
+        BadRow{"fractional start", kSgHead + "0.5,1,2,3\n", {"x.csv:2", "fractional"}},
+        BadRow{"empty trace", kSgHead, {"x.csv", "no rows"}}})));
 
 TEST(DemandTrace, UnknownFormatNamesTheKnownOnes) {
   auto r = ReadDemandTrace("x.csv", "burstgpt");
