@@ -153,7 +153,7 @@ Status CanAdd(const Geometry& g, const Layout& layout, const Instance& in, Drive
       has3 = has3 || g.profile(other.profile).compute == 3;
     }
     if (has4 && has3)
-      return Bad(fmt::format("{}: 4g and 3g instances together need driver R470 or newer", Describe(g, in)));
+      return Bad(fmt::format("{}: 4g and 3g instances together need driver R510 or newer (the MIG User Guide, Concepts)", Describe(g, in)));
   }
   return {};
 }

@@ -14,7 +14,8 @@
 //  * no profile has more instances than the guide allows (one +me, at most
 //    one 4g or 7g — the placements already imply the latter),
 //  * a 4g instance shares the GPU with a 3g only where the driver allows it
-//    (R470+; older drivers reject 4g+3g).
+//    (R510+: "prior to NVIDIA driver release R510" the guide calls
+//    4g+3g unsupported).
 // Seven 1g instances leave memory slice 7 unused: no profile starts there.
 #pragma once
 
@@ -72,7 +73,7 @@ struct Layout {
 };
 
 struct DriverCaps {
-  bool allow_4g_with_3g = true;  // R470 and newer
+  bool allow_4g_with_3g = true;  // R510 and newer
 };
 
 // Bit i set = memory slice i is taken by one of the layout's instances.

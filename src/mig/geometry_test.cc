@@ -134,7 +134,7 @@ TEST(MigGeometry, BadLayoutTable) {
       {"H100", "1g.5gb@0", {}, "has no profile '1g.5gb'"},
       {"A100", "1g.10gb@0,1g.10gb@2,1g.10gb@4,1g.10gb@6,1g.5gb@1", {}, "overlaps"},
       {"H100", "1g.10gb+me@0,1g.10gb+me@1", {}, "at most 1 1g.10gb+me instance per GPU"},
-      {"H100", "4g.40gb@0,3g.40gb@4", {.allow_4g_with_3g = false}, "need driver R470"},
+      {"H100", "4g.40gb@0,3g.40gb@4", {.allow_4g_with_3g = false}, "need driver R510"},
       {"H100", "3g.40gb@9", {}, "one digit 0-7"},
       {"H100", "3g.40gb@0,,1g.10gb", {}, "empty item"},
       {"H100", "7g.80gb,1g.10gb", {}, "no free placement is left for 1g.10gb"},

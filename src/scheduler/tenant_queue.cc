@@ -366,6 +366,10 @@ int64_t TenantQueue::LostIfPreempted(const Entry& v, int64_t now, int64_t* saved
   const int64_t elapsed = now - v.start_s;
   const int64_t penalty = v.restarts > 0 ? options_.restart_penalty_s : 0;
   const int64_t useful = std::max<int64_t>(0, elapsed - penalty);
+  if (options_.preempt_checkpoint_s >= 0) {
+    if (saved_run_s) *saved_run_s = useful;
+    return (elapsed - useful + options_.preempt_checkpoint_s + options_.restart_penalty_s) * GpusOf(v);
+  }
   const int64_t interval = std::max<int64_t>(1, options_.checkpoint_interval_s);
   const int64_t saved = useful / interval * interval;
   if (saved_run_s) *saved_run_s = saved;

@@ -89,6 +89,12 @@ struct TenantQueueOptions {
   double las_starvation = 0;
   int64_t checkpoint_interval_s = 1800;
   int64_t restart_penalty_s = 60;
+  // Preemption with notice: >= 0, a victim is told to checkpoint and stops
+  // once that is written, this many seconds later (co-location: the
+  // forecast gives the notice). It loses no work, only the write and its
+  // restart penalty. < 0: victims stop at once and lose the work since
+  // their last periodic checkpoint.
+  int64_t preempt_checkpoint_s = -1;
   int64_t min_run_s = 0;  // a job runs this long before it may be preempted; < 0: never
   // Preemption searches per pass that no guarantee asks for (priority,
   // LAS on borrowed quota); searches for a floor others hold are uncapped.
@@ -134,6 +140,9 @@ class TenantQueue : public WorkQueue {
   // runs as spot from now on — its waiting and later jobs; running ones keep
   // their tier until they stop. Guaranteed-tier tenants are not demoted.
   void DemoteToSpot(tenancy::TenantId tenant);
+  // TenantQueueOptions::preempt_checkpoint_s from the next pass on (a driver
+  // that knows when preemption comes with notice).
+  void set_preempt_checkpoint_s(int64_t s) { options_.preempt_checkpoint_s = s; }
   // Checks the quota usage against the running jobs (tests).
   Status CheckInvariants() const;
 

@@ -233,6 +233,30 @@ TEST(TenantQueue, MinRunTimeDelaysReclaim) {
   EXPECT_EQ(h.Started(p), (Names{b1.name}));
 }
 
+// preempt_checkpoint_s 120 (preemption with notice, co-location): the same
+// reclaim as above at 4000 loses no work, only the write and the restart:
+// (120 + 60) * 8 = 1440, and a1 keeps all 4000 s of work: 10000 - 4000 =
+// 6000 s remain; resumed at 5000 it ends 5000 + 6000 + 60 = 11060. Switched
+// off again (-1), the next reclaim at 6900 costs the periodic checkpoint's
+// loss: elapsed 1900, useful 1840, saved 1800: (100 + 60) * 8 = 1280.
+TEST(TenantQueue, PreemptionWithNoticeLosesOnlyTheCheckpointWrite) {
+  Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal, [](TenantQueueOptions& o) { o.preempt_checkpoint_s = 120; });
+  const Job& a1 = h.Push("A", 8, 10000, 0);
+  h.Push("A", 8, 10000, 0);
+  h.Schedule(0);
+  const Job& b1 = h.Push("B", 8, 1000, 4000);
+  QueuePass p = h.Schedule(4000);
+  EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 1440}}));
+  h.Finish(b1);
+  p = h.Schedule(5000);
+  EXPECT_EQ(h.Started(p), (Names{a1.name}));
+  EXPECT_EQ(p.ends, (std::vector<int64_t>{11060}));
+  h.queue->set_preempt_checkpoint_s(-1);
+  h.Push("B", 8, 1000, 6900);
+  p = h.Schedule(6900);
+  EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 1280}}));
+}
+
 // org -> A (8), B (8), C (8) on 3 x 8 GPUs.
 //  0: B's b1, b2 (8 each) on n0, n1: B borrows 8.
 //  2000: A's a1 (8) on n2: A exactly at its floor.

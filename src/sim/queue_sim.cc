@@ -1,4 +1,5 @@
 #include "sim/queue_sim.h"
+#include "sim/workload_input.h"
 
 #include "sim/queue_report.h"
 
@@ -123,33 +124,11 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   }
 
   QueueSimResult r;
-  // Arrival compression: offered load = GPU-seconds asked / (GPUs x span).
   {
-    if (options.load > 0 && options.time_scale > 0 && options.time_scale != 1) {
-      return MakeError(ErrorCode::kInvalidArgument, "give --load or --time-scale, not both");
-    }
-    if (options.load < 0 || options.load > 100 || options.time_scale < 0 || options.time_scale > 1e6) {
-      return MakeError(ErrorCode::kInvalidArgument, "--load must be in (0, 100] and --time-scale in (0, 1e6]");
-    }
-    const int64_t t0 = *jobs.front().submit_time_s;
-    int64_t t1 = t0;
-    double gpu_seconds = 0;
-    for (const Job& j : jobs) {
-      t1 = std::max(t1, *j.submit_time_s);
-      gpu_seconds += static_cast<double>(j.TotalGpuMilli()) / kMilliPerGpu * static_cast<double>(*j.duration_s);
-    }
-    const double span = static_cast<double>(std::max<int64_t>(1, t1 - t0));
-    r.offered_load_native = gpu_seconds / (static_cast<double>(cluster.total_gpus()) * span);
-    double k = options.time_scale > 0 ? options.time_scale : 1;
-    if (options.load > 0) {
-      if (r.offered_load_native <= 0) return MakeError(ErrorCode::kInvalidArgument, "--load: the workload asks for no GPU time");
-      k = options.load / r.offered_load_native;
-    }
-    r.time_scale = k;
-    if (k != 1) {
-      for (Job& j : jobs) j.submit_time_s = t0 + static_cast<int64_t>(std::floor(static_cast<double>(*j.submit_time_s - t0) / k));
-    }
-    r.offered_load = r.offered_load_native * k;
+    TIDAL_ASSIGN_OR_RETURN(const ArrivalScale scale, ScaleArrivals(jobs, cluster.total_gpus(), options.load, options.time_scale));
+    r.offered_load_native = scale.native_load;
+    r.time_scale = scale.factor;
+    r.offered_load = scale.offered_load;
   }
 
   // Topology: hosts are the node list's nodes; GPU counts come from it.

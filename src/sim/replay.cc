@@ -11,7 +11,7 @@ Replay::Replay(ReplaySetup setup, Scheduler scheduler, int64_t now)
     : setup_(std::move(setup)), scheduler_(std::move(scheduler)), now_(now) {}
 
 Result<std::unique_ptr<Replay>> Replay::Make(ClusterState cluster, ReplaySetup setup, int64_t start_s) {
-  TIDAL_ASSIGN_OR_RETURN(Profile profile, plugins::MakePolicyProfile(setup.placer, setup.frag));
+  TIDAL_ASSIGN_OR_RETURN(Profile profile, plugins::MakePolicyProfile(setup.placer, setup.frag, setup.mig_placer));
   const uint64_t seed = setup.seed;
   std::unique_ptr<Replay> r(new Replay(std::move(setup), Scheduler(std::move(cluster), std::move(profile), seed), start_s));
   if (UsesTenantQueue(r->setup_.queue)) {
@@ -126,7 +126,7 @@ Result<std::unique_ptr<Replay>> Replay::Fork(std::vector<Job> jobs) const {
     auto it = copies.find(id);
     return it == copies.end() ? nullptr : it->second;
   };
-  TIDAL_ASSIGN_OR_RETURN(Profile profile, plugins::MakePolicyProfile(setup_.placer, setup_.frag));
+  TIDAL_ASSIGN_OR_RETURN(Profile profile, plugins::MakePolicyProfile(setup_.placer, setup_.frag, setup_.mig_placer));
   std::unique_ptr<Replay> f(new Replay(setup_, scheduler_.Fork(std::move(profile), lookup), now_));
   f->owned_ = std::move(jobs);
   for (const auto& [id, j] : copies) f->live_[id] = j;
@@ -149,6 +149,21 @@ Result<std::unique_ptr<Replay>> Replay::Fork(std::vector<Job> jobs) const {
   for (size_t i = next_wake_; i < wakes_.size(); ++i)
     if (wakes_[i].second <= now_) f->wakes_.push_back(wakes_[i]);
   return f;
+}
+
+Result<int64_t> Replay::ReleaseIdleMig() {
+  const ClusterState& c = scheduler_.cluster();
+  if (c.mig_gpus() == 0) return int64_t{0};
+  int64_t released = 0;
+  for (NodeId n = 0; n < c.num_nodes(); ++n) {
+    for (int32_t g = 0; g < c.gpu_count(n); ++g) {
+      const MigDevice* d = c.mig_device(n, g);
+      if (!d || d->BusyCompute() > 0) continue;
+      TIDAL_RETURN_IF_ERROR(scheduler_.DisableMig(n, g));
+      ++released;
+    }
+  }
+  return released;
 }
 
 }  // namespace tidal::sim

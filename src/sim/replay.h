@@ -35,6 +35,7 @@ namespace tidal::sim {
 // What a replay is built from; a fork is built from the same.
 struct ReplaySetup {
   std::string placer;                        // plugins::MakePolicyProfile
+  std::string mig_placer = "pack";           // MIG jobs' placer (plugins::CheckMigPlacer)
   std::shared_ptr<FragmentationModel> frag;  // fgd's typical pods (null for others)
   QueuePolicy queue = QueuePolicy::kFifoBackfill;
   std::shared_ptr<const tenancy::TenantTree> tenants;  // tenant-queue policies
@@ -73,6 +74,9 @@ class Replay {
   // Ends a running job's run at `now` (a reclaimed zombie): its finish comes
   // in FinishesAt(now), which must follow.
   Status EndNow(JobId job, int64_t now);
+  // Returns every GPU in MIG mode whose instances no job holds to the
+  // whole-GPU pool (ClusterState::DisableMig); how many it returned.
+  Result<int64_t> ReleaseIdleMig();
   // Where the replay's placement evaluations go (metrics); null: nowhere.
   void set_evals(std::unordered_map<JobId, PlacementEval>* evals) { evals_ = evals; }
 

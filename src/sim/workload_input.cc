@@ -1,5 +1,7 @@
 #include "sim/workload_input.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include "workload/traces/openb.h"
@@ -76,6 +78,34 @@ Result<Workload> LoadWorkload(const std::string& nodes_path, const std::string& 
     TIDAL_ASSIGN_OR_RETURN(w.nodes, NodesFromTopology(*topology));
   }
   return w;
+}
+
+Result<ArrivalScale> ScaleArrivals(std::vector<Job>& jobs, int64_t total_gpus, double load, double time_scale) {
+  if (load > 0 && time_scale > 0 && time_scale != 1) return MakeError(ErrorCode::kInvalidArgument, "give --load or --time-scale, not both");
+  if (load < 0 || load > 100 || time_scale < 0 || time_scale > 1e6)
+    return MakeError(ErrorCode::kInvalidArgument, "--load must be in (0, 100] and --time-scale in (0, 1e6]");
+  ArrivalScale r;
+  if (jobs.empty() || total_gpus <= 0) return r;
+  const int64_t t0 = *jobs.front().submit_time_s;
+  int64_t t1 = t0;
+  double gpu_seconds = 0;
+  for (const Job& j : jobs) {
+    t1 = std::max(t1, *j.submit_time_s);
+    gpu_seconds += static_cast<double>(j.TotalGpuMilli()) / kMilliPerGpu * static_cast<double>(*j.duration_s);
+  }
+  const double span = static_cast<double>(std::max<int64_t>(1, t1 - t0));
+  r.native_load = gpu_seconds / (static_cast<double>(total_gpus) * span);
+  double k = time_scale > 0 ? time_scale : 1;
+  if (load > 0) {
+    if (r.native_load <= 0) return MakeError(ErrorCode::kInvalidArgument, "--load: the workload asks for no GPU time");
+    k = load / r.native_load;
+  }
+  r.factor = k;
+  if (k != 1) {
+    for (Job& j : jobs) j.submit_time_s = t0 + static_cast<int64_t>(std::floor(static_cast<double>(*j.submit_time_s - t0) / k));
+  }
+  r.offered_load = r.native_load * k;
+  return r;
 }
 
 }  // namespace tidal::sim

@@ -30,4 +30,15 @@ Result<Workload> LoadWorkload(const std::string& nodes_path, const std::string& 
                               const topo::Topology* topology = nullptr);
 Result<std::vector<NodeSpec>> NodesFromTopology(const topo::Topology& t);
 
+// Arrival compression. Offered load = GPU-seconds asked / (GPUs x arrival
+// span); `load` > 0 divides the inter-arrival times by load / native load,
+// `time_scale` > 0 by itself (give one of them; 0 = as recorded). `jobs`
+// must be in arrival order.
+struct ArrivalScale {
+  double native_load = 0;
+  double factor = 1;
+  double offered_load = 0;
+};
+Result<ArrivalScale> ScaleArrivals(std::vector<Job>& jobs, int64_t total_gpus, double load, double time_scale);
+
 }  // namespace tidal::sim
