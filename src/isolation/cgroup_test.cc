@@ -130,6 +130,9 @@ TEST(PlanCgroup, NumaChoiceOnRealFixtures) {
       {"xuesongtap-desktop-2x-gtx1080ti-phb.txt", {1}, 4, "0-11", ""},
       // 60 CPUs but 52 near GPU0: the whole node, memory left to the parent.
       {"stas00-ml-engineering-h100-8gpu-nv18.txt", {0}, 60, "0-103", ""},
+      // 52 CPUs fit the 52 near GPU0; 52.001 need a 53rd.
+      {"stas00-ml-engineering-h100-8gpu-nv18.txt", {0}, 52, "0-51", "0"},
+      {"stas00-ml-engineering-h100-8gpu-nv18.txt", {0}, 52.001, "0-103", ""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);

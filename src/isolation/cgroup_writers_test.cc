@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "isolation/isolation_test_util.h"
 
 namespace tidal::isolation {
@@ -198,6 +200,19 @@ TEST_F(FakeCgroup, WritesAndReadsBack) {
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().message, dir_ + ": 2 file(s) do not read back as planned: cpuset.mems: wrote '0', reads '0-1'; cpu.max: wrote "
                                         "'1600000 100000', reads 'max 100000'");
+}
+
+TEST_F(FakeCgroup, MemoryReadsBackInWholePages) {
+  MakeAll();
+  CgroupSettings s = StandardTraining();
+  s.memory_max_bytes = 1000000;  // not a page multiple: the kernel keeps whole pages, rounded down
+  s.memory_high_bytes.reset();
+  ASSERT_TRUE(WriteCgroupDir(dir_, s).has_value());
+  const int64_t page = ::sysconf(_SC_PAGESIZE);
+  Put("memory.max", std::to_string(1000000 / page * page) + "\n");
+  EXPECT_TRUE(CheckCgroupDir(dir_, s).has_value());
+  Put("memory.max", "1000000\n");
+  EXPECT_EQ(CheckCgroupDir(dir_, s).has_value(), 1000000 % page == 0);
 }
 
 TEST_F(FakeCgroup, MissingControllerWritesNothing) {
