@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "isolation/sorted_sets.h"
 #include "topology/readers/text_lines.h"
 
 namespace tidal::isolation {
@@ -30,18 +30,6 @@ bool IsDnsLabel(std::string_view s) {
   auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   if (s.empty() || s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) return false;
   return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-'; });
-}
-
-std::vector<int> Minus(const std::vector<int>& a, const std::vector<int>& b) {
-  std::vector<int> out;
-  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
-  return out;
-}
-
-std::vector<int> Union(const std::vector<int>& a, const std::vector<int>& b) {
-  std::vector<int> out;
-  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
-  return out;
 }
 
 Status ValidateRequest(const ContainerRequest& c, const NodeLayout& n) {

@@ -7,18 +7,13 @@
 #include <fmt/ranges.h>
 
 #include "isolation/cgroup.h"
+#include "isolation/sorted_sets.h"
 #include "topology/readers/text_lines.h"
 
 
 
 namespace tidal::isolation {
 namespace {
-
-std::vector<int> Union(const std::vector<int>& a, const std::vector<int>& b) {
-  std::vector<int> out;
-  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
-  return out;
-}
 
 bool SortedUnique(const std::vector<int>& v) { return std::adjacent_find(v.begin(), v.end(), std::greater_equal<int>()) == v.end(); }
 
@@ -54,8 +49,7 @@ Status ValidateNodeLayout(const NodeLayout& n) {
   }
   for (auto a = n.numa_cpus.begin(); a != n.numa_cpus.end(); ++a) {
     for (auto b = std::next(a); b != n.numa_cpus.end(); ++b) {
-      std::vector<int> both;
-      std::set_intersection(a->second.begin(), a->second.end(), b->second.begin(), b->second.end(), std::back_inserter(both));
+      const std::vector<int> both = Intersection(a->second, b->second);
       if (!both.empty()) {
         return MakeError(ErrorCode::kInvalidArgument,
                          "node {}: NUMA nodes {} and {} both hold CPUs {}; a CPU belongs to one node (do two GPU rows of "

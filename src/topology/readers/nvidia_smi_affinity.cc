@@ -80,6 +80,23 @@ int ExtraIndex(const nvsmi::Matrix& m, std::string_view name) {
   return -1;
 }
 
+// A cpu- or node-list cell of GPU `a`'s row: N/A leaves `out` empty and
+// adds the GPU to `na`; anything else must be a list.
+Status ListCell(const std::string& cell, const char* column, const char* expected, const std::string& source, const GpuAffinity& a,
+                std::vector<int>& na, std::vector<int>& out) {
+  if (cell == "N/A") {
+    na.push_back(a.gpu);
+    return Ok();
+  }
+  auto list = ParseCpuList(cell);
+  if (!list) {
+    return MakeError(ErrorCode::kParse, "{}:{}: GPU{}, {} '{}': {}; expected {}, or N/A", source, a.line, a.gpu, column, Printable(cell),
+                     list.error().message, expected);
+  }
+  out = std::move(*list);
+  return Ok();
+}
+
 std::string GpuSet(const std::vector<int>& g) { return fmt::format("{{{}}}", fmt::join(g, ",")); }
 
 }  // namespace
@@ -105,29 +122,11 @@ Result<NodeAffinity> ReadNvidiaSmiAffinity(std::string_view text, const std::str
     GpuAffinity a;
     a.gpu = g;
     a.line = m.gpu_line[static_cast<size_t>(g)];
-    const std::string& cpu = cells[static_cast<size_t>(cpu_col)];
-    if (cpu == "N/A") {
-      cpu_na.push_back(g);
-    } else {
-      auto list = ParseCpuList(cpu);
-      if (!list) {
-        return MakeError(ErrorCode::kParse, "{}:{}: GPU{}, CPU Affinity '{}': {}; expected a cpu list such as 0-55,112-167, or N/A",
-                         source, a.line, g, Printable(cpu), list.error().message);
-      }
-      a.cpus = std::move(*list);
-    }
+    TIDAL_RETURN_IF_ERROR(ListCell(cells[static_cast<size_t>(cpu_col)], "CPU Affinity", "a cpu list such as 0-55,112-167", source, a,
+                                   cpu_na, a.cpus));
     if (numa_col >= 0) {
-      const std::string& numa = cells[static_cast<size_t>(numa_col)];
-      if (numa == "N/A") {
-        numa_na.push_back(g);
-      } else {
-        auto list = ParseCpuList(numa);
-        if (!list) {
-          return MakeError(ErrorCode::kParse, "{}:{}: GPU{}, NUMA Affinity '{}': {}; expected a node number or list such as 0 or 0-1, or N/A",
-                           source, a.line, g, Printable(numa), list.error().message);
-        }
-        a.numa_nodes = std::move(*list);
-      }
+      TIDAL_RETURN_IF_ERROR(ListCell(cells[static_cast<size_t>(numa_col)], "NUMA Affinity", "a node number or list such as 0 or 0-1",
+                                     source, a, numa_na, a.numa_nodes));
     }
     if (gpu_numa_col >= 0) {
       const std::string& id = cells[static_cast<size_t>(gpu_numa_col)];
