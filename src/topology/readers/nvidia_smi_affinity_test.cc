@@ -97,6 +97,9 @@ TEST(NvidiaSmiAffinity, NvlinkOutputsAreRejectedByTheMatrixParser) {
   auto r = ReadNvidiaSmiAffinity(Slurp(kDir + "hpe-dl380a-gen11-h100-pcie-x2-nvlink-R.txt"), "r.txt");
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("r.txt:1: this is `nvidia-smi nvlink -R` output"), std::string::npos) << r.error().message;
+  auto s = ReadNvidiaSmiAffinity(Slurp(kDir + "hpe-dl380a-gen11-h100-pcie-x2-nvlink-s.txt"), "s.txt");
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message.find("s.txt:1: this is `nvidia-smi nvlink -s` output"), std::string::npos) << s.error().message;
 }
 
 TEST(NvidiaSmiAffinity, GpuNumaIdAndCpuNotApplicable) {
