@@ -12,6 +12,9 @@ void RegisterCommands(CLI::App& app) {
   RegisterSimCommands(app);
   RegisterTopoCommands(app);
   RegisterMarketCommands(app);
+#ifdef TIDAL_HAVE_ISOLATION
+  RegisterCgroupCommand(app);
+#endif
 #ifdef TIDAL_HAVE_PLANNER
   RegisterPlanCommand(app);
   RegisterMfuCommand(app);

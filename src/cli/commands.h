@@ -18,6 +18,7 @@ void RegisterPlanCommand(CLI::App& app);
 void RegisterMfuCommand(CLI::App& app);
 void RegisterTopoCommands(CLI::App& app);
 void RegisterMarketCommands(CLI::App& app);
+void RegisterCgroupCommand(CLI::App& app);
 
 void SetExitCode(int code);
 int ExitCode();

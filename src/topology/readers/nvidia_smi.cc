@@ -225,6 +225,7 @@ Status ParseRow(const std::string& src, const TextLine& l, const std::vector<std
   m.cells.push_back(std::move(row));
   m.gpu_line.push_back(l.no);
   m.numa.push_back(m.numa_extra >= 0 ? std::string(f[devices + 1 + static_cast<size_t>(m.numa_extra)]) : "");
+  m.extra_cells.emplace_back(f.begin() + static_cast<std::ptrdiff_t>(devices + 1), f.end());
   return Ok();
 }
 
@@ -300,6 +301,8 @@ std::string HostNameFromSource(const std::string& source) {
 }
 
 }  // namespace
+
+Result<nvsmi::Matrix> nvsmi::ReadMatrix(std::string_view text, const std::string& src) { return ParseMatrix(src, SplitLines(text)); }
 
 Result<Topology> ReadNvidiaSmiTopo(std::string_view text, const std::string& source, const std::string& host_name) {
   const std::vector<TextLine> lines = SplitLines(text);

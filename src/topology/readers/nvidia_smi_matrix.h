@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "topology/topology.h"
@@ -42,11 +43,17 @@ struct Matrix {
   std::vector<std::vector<Cell>> cells;  // per GPU row, one per column
   std::vector<int> gpu_line;
   std::vector<std::string> numa;      // per GPU, "" without the column
+  std::vector<std::vector<std::string>> extra_cells;  // per GPU, its affinity cells in `extras` order
   std::vector<int> nic_line;          // per NIC: its row's line, 0 if absent
   std::vector<std::string> nic_name;  // from the NIC Legend, "" if absent
   std::vector<std::string> notes;
   const Cell& At(int a, int b) const { return cells[static_cast<size_t>(a)][static_cast<size_t>(b)]; }
 };
+
+// Splits `text` into lines and parses the matrix (header, GPU and NIC rows,
+// NIC Legend) with the checks ReadNvidiaSmiTopo makes; for readers that
+// want the columns rather than a topology (nvidia_smi_affinity.cc).
+Result<Matrix> ReadMatrix(std::string_view text, const std::string& src);
 
 // The host's layout: NVLink over all GPUs or NVLink groups, NUMA and PCIe
 // switch groups that nest, links rated from the worst path of each set.
