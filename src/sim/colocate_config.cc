@@ -1,0 +1,149 @@
+// The colocate config file (docs/colocate.md):
+//
+//   version: 1
+//   name: h100-1024-week
+//   topology: ../topologies/h100-1024-fat-tree.yaml  # the fleet: its hosts are the nodes
+//   services: services.yaml                          # inference/service.h's format
+//   training: {jobs: philly-2017-10-16-week.csv, format: philly, load: 0.8}
+//   days: 7
+//   checkpoint: {interval_s: 1800, write_s: 120, restart_penalty_s: 60}
+//   replica: {startup_s: 120, mig_create_s: 15, mig_mode_s: 60}
+//   autoscaler: {lead_s: 1800, cooldown_s: 1800}
+//   lyra_day_hours: [8, 22]
+//   policies: [static, lyra, reactive, tidal]
+//   seed: 1
+//
+// Paths are relative to the file. Every error names file:line and the key.
+#include <filesystem>
+#include <set>
+
+#include <yaml-cpp/yaml.h>
+
+#include "common/csv.h"
+#include "sim/colocate.h"
+#include "sim/workload_input.h"
+#include "topology/formats.h"
+
+namespace tidal::sim {
+namespace {
+
+std::string Resolve(const std::filesystem::path& base, const std::string& p) {
+  const std::filesystem::path path(p);
+  return path.is_absolute() ? p : (base / path).lexically_normal().string();
+}
+
+// Reads the integer fields of a map into `out`, each >= 0.
+Status ReadInts(const YAML::Node& m, const std::string& key, const std::string& where,
+                const std::vector<std::pair<const char*, int64_t*>>& fields) {
+  if (!m.IsMap()) return MakeError(ErrorCode::kParse, "{}: '{}' must be a map", where, key);
+  for (const auto& kv : m) {
+    const std::string k = kv.first.as<std::string>();
+    bool found = false;
+    for (const auto& [name, dst] : fields) {
+      if (k != name) continue;
+      found = true;
+      const int64_t v = kv.second.as<int64_t>();
+      if (v < 0) return MakeError(ErrorCode::kParse, "{}: {}.{} must be >= 0, not {}", where, key, k, v);
+      *dst = v;
+    }
+    if (!found) {
+      std::string names;
+      for (const auto& f : fields) names += (names.empty() ? "" : ", ") + std::string(f.first);
+      return MakeError(ErrorCode::kParse, "{}: unknown key {}.{} (known: {})", where, key, k, names);
+    }
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<ColocateConfig> ReadColocateConfig(const std::string& path) {
+  TIDAL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return MakeError(ErrorCode::kParse, "{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.msg);
+  }
+  auto where = [&](const YAML::Node& n) { return fmt::format("{}:{}", path, n.Mark().line + 1); };
+  ColocateConfig c;
+  try {
+    if (!doc.IsMap() || !doc["version"] || doc["version"].as<int>() != 1)
+      return MakeError(ErrorCode::kParse, "{}:1: a colocate config starts with 'version: 1'", path);
+    static const std::set<std::string> known = {"version", "name",       "topology",   "services",       "training", "days",
+                                                "checkpoint", "replica", "autoscaler", "lyra_day_hours", "policies", "seed"};
+    for (const auto& kv : doc) {
+      const std::string k = kv.first.as<std::string>();
+      if (!known.contains(k))
+        return MakeError(ErrorCode::kParse,
+                         "{}: unknown key '{}' (known: name, topology, services, training, days, checkpoint, replica, autoscaler, "
+                         "lyra_day_hours, policies, seed)",
+                         where(kv.first), k);
+    }
+    const std::filesystem::path base = std::filesystem::path(path).parent_path();
+    c.name = doc["name"] ? doc["name"].as<std::string>() : std::filesystem::path(path).stem().string();
+    if (!doc["topology"]) return MakeError(ErrorCode::kParse, "{}: 'topology:' (the fleet) is required", path);
+    if (!doc["services"]) return MakeError(ErrorCode::kParse, "{}: 'services:' (the inference services file) is required", path);
+    {
+      const std::string topo_path = Resolve(base, doc["topology"].as<std::string>());
+      TIDAL_ASSIGN_OR_RETURN(topo::Topology t, topo::ReadTopology(topo_path));
+      TIDAL_ASSIGN_OR_RETURN(c.nodes, NodesFromTopology(t));
+      c.topology = std::make_shared<const topo::Topology>(std::move(t));
+    }
+    {
+      const std::string sp = Resolve(base, doc["services"].as<std::string>());
+      TIDAL_ASSIGN_OR_RETURN(c.services, inference::ReadServicesFile(sp, std::filesystem::path(sp).parent_path().string()));
+    }
+    if (const YAML::Node t = doc["training"]) {
+      if (!t.IsMap() || !t["jobs"]) return MakeError(ErrorCode::kParse, "{}: 'training:' needs jobs: (a trace)", where(t));
+      for (const auto& kv : t) {
+        const std::string k = kv.first.as<std::string>();
+        if (k != "jobs" && k != "format" && k != "load")
+          return MakeError(ErrorCode::kParse, "{}: unknown key training.{} (known: jobs, format, load)", where(kv.first), k);
+      }
+      const std::string format = t["format"] ? t["format"].as<std::string>() : "auto";
+      if (t["load"]) {
+        c.load = t["load"].as<double>();
+        if (!(c.load >= 0 && c.load <= 100)) return MakeError(ErrorCode::kParse, "{}: training.load must be in [0, 100]", where(t["load"]));
+      }
+      std::vector<NodeSpec> none;
+      TIDAL_ASSIGN_OR_RETURN(Workload w, LoadWorkload("", Resolve(base, t["jobs"].as<std::string>()), format, c.topology.get()));
+      c.training = std::move(w.jobs);
+    }
+    if (doc["days"]) {
+      c.days = doc["days"].as<int64_t>();
+      if (c.days < 1 || c.days > 366) return MakeError(ErrorCode::kParse, "{}: days must be in [1, 366]", where(doc["days"]));
+    }
+    if (const YAML::Node n = doc["checkpoint"])
+      TIDAL_RETURN_IF_ERROR(ReadInts(n, "checkpoint", where(n),
+                                     {{"interval_s", &c.checkpoint_interval_s}, {"write_s", &c.checkpoint_write_s}, {"restart_penalty_s", &c.restart_penalty_s}}));
+    if (const YAML::Node n = doc["replica"])
+      TIDAL_RETURN_IF_ERROR(ReadInts(n, "replica", where(n),
+                                     {{"startup_s", &c.startup_s}, {"mig_create_s", &c.mig_create_s}, {"mig_mode_s", &c.mig_mode_s}}));
+    if (const YAML::Node n = doc["autoscaler"])
+      TIDAL_RETURN_IF_ERROR(ReadInts(n, "autoscaler", where(n), {{"lead_s", &c.lead_s}, {"cooldown_s", &c.cooldown_s}}));
+    if (c.checkpoint_interval_s < 1) return MakeError(ErrorCode::kParse, "{}: checkpoint.interval_s must be >= 1", path);
+    if (const YAML::Node h = doc["lyra_day_hours"]) {
+      if (!h.IsSequence() || h.size() != 2) return MakeError(ErrorCode::kParse, "{}: lyra_day_hours is [start, end], e.g. [8, 22]", where(h));
+      c.day_start_hour = h[0].as<int>();
+      c.day_end_hour = h[1].as<int>();
+      if (c.day_start_hour < 0 || c.day_end_hour > 24 || c.day_start_hour >= c.day_end_hour)
+        return MakeError(ErrorCode::kParse, "{}: lyra_day_hours must satisfy 0 <= start < end <= 24", where(h));
+    }
+    if (const YAML::Node p = doc["policies"]) {
+      if (!p.IsSequence() || p.size() == 0) return MakeError(ErrorCode::kParse, "{}: policies lists static, lyra, reactive, tidal", where(p));
+      c.policies.clear();
+      for (const auto& x : p) {
+        auto pol = ParseColocatePolicy(x.as<std::string>());
+        if (!pol) return MakeError(ErrorCode::kParse, "{}: {}", where(x), pol.error().message);
+        c.policies.push_back(*pol);
+      }
+    }
+    if (doc["seed"]) c.seed = doc["seed"].as<uint64_t>();
+  } catch (const YAML::Exception& e) {
+    return MakeError(ErrorCode::kParse, "{}:{}: {}", path, e.mark.line + 1, e.msg);
+  }
+  return c;
+}
+
+}  // namespace tidal::sim
