@@ -1,13 +1,22 @@
 #include "mig/nvidia_smi_mig.h"
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
 #include "common/csv.h"
+#include "mig/mig_fuzz.h"
 
 namespace tidal::mig {
 namespace {
 
 const std::string kDir = std::string(TIDAL_SHARED_DIR) + "/fixtures/nvidia-smi-mig/";
+
+std::string Slurp(const std::string& path) {
+  auto text = ReadFileToString(path);
+  return text ? *text : std::string();
+}
 
 std::string Fixture(const std::string& name) {
   auto text = ReadFileToString(kDir + name);
@@ -311,6 +320,34 @@ TEST(NvidiaSmiMig, CheckGeometryCatchesADriverThatMovesOrDropsProfiles) {
       << dropped.error().message;
   EXPECT_NE(dropped.error().message.find("lgip.txt:6: GPU 0 does not list 1g.10gb (ID 15): the driver may be too old for it"),
             std::string::npos);
+}
+
+// --- the fuzz body, under g++ ----------------------------------------------------
+
+TEST(MigFuzz, CorpusFixturesAndTheirCuts) {
+  std::vector<std::string> inputs;
+  for (const std::string& dir : {std::string(TIDAL_SOURCE_DIR) + "/src/mig/fuzz_corpus", kDir,
+                                 std::string(TIDAL_SHARED_DIR) + "/fixtures/k8s-gpu-labels"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.is_regular_file() && e.path().extension() != ".md" && e.path().extension() != ".json") inputs.push_back(Slurp(e.path().string()));
+  }
+  ASSERT_GE(inputs.size(), 12u);
+  for (const std::string& text : inputs) {
+    FuzzMigReaders(text);
+    FuzzMigReaders(Crlf(text));
+    for (size_t cut = 0; cut < text.size(); cut += text.size() > 4000 ? 97 : 7) FuzzMigReaders(std::string_view(text).substr(0, cut));
+  }
+}
+
+RC_GTEST_PROP(MigFuzz, BodyHoldsOnDamagedInputs, (const std::string& noise)) {
+  static const std::vector<std::string> seeds = {
+      Lgi({"0  MIG 1g.10gb   19   3   0:1", "0  MIG 3g.40gb  9  2  4:4"}), "GPU  0 Profile ID 9 Placements: {0,4}:4\n",
+      "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: true\n      mig-devices:\n        \"3g.40gb\": 1\n"};
+  std::string text = seeds[*rc::gen::inRange<size_t>(0, seeds.size())];
+  const size_t at = *rc::gen::inRange<size_t>(0, text.size());
+  text.insert(at, noise);
+  FuzzMigReaders(text);
 }
 
 }  // namespace
