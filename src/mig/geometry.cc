@@ -71,7 +71,7 @@ const std::vector<Geometry>& AllGeometries() {
       Make("A100-SXM4-40GB", {"A100", "A100-40GB", "A100-SXM4-40GB", "A100-PCIE-40GB"}, 5, 10, 10, 20, 20, 40),
       Make("A100-SXM4-80GB", {"A100-80GB", "A100-SXM-80GB", "A100-SXM4-80GB", "A100-PCIE-80GB", "A100 80GB PCIe"}, 10, 20, 20, 40, 40,
            80),
-      Make("H100-80GB", {"H100", "H100-80GB", "H100-SXM-80GB", "H100-SXM5-80GB", "H100 80GB HBM3", "H100-PCIE-80GB"}, 10, 20, 20, 40,
+      Make("H100-80GB", {"H100", "H100-80GB", "H100-SXM-80GB", "H100-SXM5-80GB", "H100 80GB HBM3", "H100-PCIE-80GB", "H100 PCIe"}, 10, 20, 20, 40,
            40, 80),
       Make("H200-141GB", {"H200", "H200-141GB", "H200-SXM-141GB", "H200 NVL"}, 18, 35, 35, 71, 71, 141),
   };
