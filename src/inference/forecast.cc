@@ -167,6 +167,10 @@ Result<Autoscaler> Autoscaler::Create(const AutoscalerConfig& cfg, int64_t step_
   if (!(cfg.goodput_rps > 0)) {
     return MakeError(ErrorCode::kInvalidArgument, "autoscaler: goodput {} rps must be positive", cfg.goodput_rps);
   }
+  if (!(cfg.error_quantile >= 0 && cfg.error_quantile <= 1) || cfg.error_window_s < 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "autoscaler: error_quantile {} must be in [0, 1] and error_window_s {} >= 0",
+                     cfg.error_quantile, cfg.error_window_s);
+  }
   if (cfg.min_replicas < 0 || cfg.max_replicas < cfg.min_replicas || cfg.step_replicas < 1 || cfg.lead_s < 0 ||
       cfg.cooldown_s < 0 || !(cfg.headroom >= 0)) {
     return MakeError(ErrorCode::kInvalidArgument,
@@ -181,9 +185,40 @@ Result<int> Autoscaler::Step(int64_t t_s, double observed_rps) {
   TIDAL_RETURN_IF_ERROR(forecaster_.Observe(t_s, observed_rps));
   reactive_need_ = ReplicasNeeded(observed_rps, cfg_.goodput_rps, cfg_.headroom, cfg_.min_replicas);
   forecast_need_ = 0;
+  if (cfg_.error_quantile > 0) {
+    // This step's actual against the forecast made lead_s ago for it.
+    while (!made_.empty() && made_.front().first < t_s) made_.pop_front();
+    if (!made_.empty() && made_.front().first == t_s) {
+      if (made_.front().second > 0) ratios_.emplace_back(t_s, observed_rps / made_.front().second);
+      made_.pop_front();
+    }
+    while (!ratios_.empty() && ratios_.front().first <= t_s - cfg_.error_window_s) ratios_.pop_front();
+    margin_ = 1;
+    if (!ratios_.empty()) {
+      std::vector<double> r;
+      r.reserve(ratios_.size());
+      // With error_tod_s: only the errors at this time of day (the target
+      // t + lead, a day earlier, +- error_tod_s) and of the last error_tod_s.
+      const int64_t day = cfg_.forecast.day_s;
+      const int64_t at = t_s + cfg_.lead_s - day;
+      for (const auto& [t, x] : ratios_) {
+        if (cfg_.error_tod_s <= 0 || (t >= at - cfg_.error_tod_s && t <= at + cfg_.error_tod_s) || t > t_s - cfg_.error_tod_s) r.push_back(x);
+      }
+      if (r.empty()) r.push_back(1.0);
+      // Nearest rank: the smallest ratio with at least q of them at or below it.
+      const double rank = std::ceil(cfg_.error_quantile * static_cast<double>(r.size())) - 1;
+      const size_t k = std::min(r.size() - 1, static_cast<size_t>(std::max(0.0, rank)));
+      std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(k), r.end());
+      margin_ = std::max(1.0, r[k]);
+    }
+  }
   if (cfg_.lead_s >= step_s_) {
     TIDAL_ASSIGN_OR_RETURN(double peak, forecaster_.MaxForecast(t_s + step_s_, t_s + cfg_.lead_s));
-    forecast_need_ = ReplicasNeeded(peak, cfg_.goodput_rps, cfg_.headroom, cfg_.min_replicas);
+    forecast_need_ = ReplicasNeeded(peak * margin_, cfg_.goodput_rps, cfg_.headroom, cfg_.min_replicas);
+    if (cfg_.error_quantile > 0) {
+      TIDAL_ASSIGN_OR_RETURN(double f, forecaster_.Forecast(t_s + cfg_.lead_s));
+      made_.emplace_back(t_s + cfg_.lead_s, f);
+    }
   }
   const int desired = std::clamp(std::max(reactive_need_, forecast_need_), cfg_.min_replicas, cfg_.max_replicas);
   window_.emplace_back(t_s, desired);

@@ -13,7 +13,8 @@
 //
 // Autoscaler: each step observes the demand and returns the replica target
 //   desired = max(ReplicasNeeded(max forecast over (t, t + lead]), ReplicasNeeded(observed))
-// scaling out at once and in only to the largest desired of the last cooldown_s
+// (forecasts scaled by the error margin when error_quantile > 0), scaling
+// out at once and in only to the largest desired of the last cooldown_s
 // (so only after demand has been lower for a whole cool-down), and changing the
 // replica count only in multiples of step_replicas.
 #pragma once
@@ -96,6 +97,18 @@ struct AutoscalerConfig {
   int64_t lead_s = 1800;      // 0: reactive only
   int64_t cooldown_s = 1800;
   int step_replicas = 1;
+  // Forecast-error margin: > 0 scales every forecast by this quantile of
+  // actual / forecast over the last error_window_s (each step's actual
+  // against the forecast made lead_s before it), when that exceeds 1. The
+  // forecaster's own errors so set the safety margin (Autopilot-style
+  // percentile sizing); 0: off.
+  double error_quantile = 0;
+  int64_t error_window_s = 86400;
+  // > 0: the quantile is taken only over the errors at the same time of day
+  // a day before (+- this many seconds around t + lead) and over the last
+  // this many seconds, so the margin is large where the forecast erred
+  // yesterday (ramps) and small elsewhere.
+  int64_t error_tod_s = 0;
   ForecastConfig forecast;
 };
 
@@ -110,6 +123,7 @@ class Autoscaler {
   int replicas() const { return replicas_; }
   int last_forecast_need() const { return forecast_need_; }
   int last_reactive_need() const { return reactive_need_; }
+  double last_margin() const { return margin_; }
 
  private:
   Autoscaler(const AutoscalerConfig& cfg, int64_t step_s);
@@ -121,6 +135,11 @@ class Autoscaler {
   int replicas_;
   int forecast_need_ = 0;
   int reactive_need_ = 0;
+  // error_quantile: forecasts made for later steps, and actual / forecast
+  // ratios of the last error_window_s.
+  std::deque<std::pair<int64_t, double>> made_;
+  std::deque<std::pair<int64_t, double>> ratios_;
+  double margin_ = 1;
 };
 
 // Replays a series through an Autoscaler (the count decided at step n serves

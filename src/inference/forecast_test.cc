@@ -213,6 +213,36 @@ TEST(Autoscaler, StepsOfStepReplicas) {
   EXPECT_EQ(Decisions({1000}, cfg)[0], 11);
 }
 
+// error_quantile: lead one step, no day of history (forecast = last value),
+// goodput 1, headroom 0.1, no cool-down.
+//  t=0   obs 10: no ratio yet, margin 1; forecast for 60 = 10 -> ceil(11) = 11.
+//  t=60  obs 12: 12 / 10 (made at 0) = 1.2, margin 1.2; forecast 12 x 1.2 =
+//        14.4 -> ceil(15.84) = 16 (reactive ceil(13.2) = 14).
+//  t=120 obs 12: 12 / 12 = 1.0; ratios {1.2, 1.0}: q 0.9 -> rank ceil(1.8) = 2
+//        -> 1.2 -> 16; q 0.5 -> rank 1 -> 1.0 -> 14.
+TEST(Autoscaler, ErrorQuantileMarginByHand) {
+  for (const auto& [q, last] : std::vector<std::pair<double, int>>{{0.9, 16}, {0.5, 14}}) {
+    AutoscalerConfig cfg;
+    cfg.goodput_rps = 1;
+    cfg.headroom = 0.1;
+    cfg.min_replicas = 0;
+    cfg.lead_s = 60;
+    cfg.cooldown_s = 0;
+    cfg.error_quantile = q;
+    auto a = Autoscaler::Create(cfg, 60);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(*a->Step(0, 10), 11);
+    EXPECT_DOUBLE_EQ(a->last_margin(), 1.0);
+    EXPECT_EQ(*a->Step(60, 12), 16);
+    EXPECT_DOUBLE_EQ(a->last_margin(), 1.2);
+    EXPECT_EQ(a->last_reactive_need(), 14);
+    EXPECT_EQ(*a->Step(120, 12), last) << q;
+  }
+  AutoscalerConfig bad;
+  bad.error_quantile = 1.5;
+  EXPECT_FALSE(Autoscaler::Create(bad, 60));
+}
+
 TEST(Autoscaler, RejectsBadConfig) {
   AutoscalerConfig bad = Cfg(0);
   bad.goodput_rps = 0;

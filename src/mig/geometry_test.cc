@@ -21,6 +21,8 @@ Layout L(const Geometry& g, std::string_view text) {
 TEST(MigGeometry, FindsModelsByAliasAndNvidiaSmiName) {
   ASSERT_NE(FindGeometry("H100"), nullptr);
   EXPECT_EQ(FindGeometry("NVIDIA H100 80GB HBM3")->model, "H100-80GB");
+  EXPECT_EQ(FindGeometry("NVIDIA H100 PCIe")->model, "H100-80GB");
+  EXPECT_EQ(FindGeometry("NVIDIA-H100-80GB-HBM3")->model, "H100-80GB");
   EXPECT_EQ(FindGeometry("a100-sxm4-40gb")->model, "A100-SXM4-40GB");
   EXPECT_EQ(FindGeometry("A100")->model, "A100-SXM4-40GB");
   EXPECT_EQ(FindGeometry("A100-SXM-80GB")->model, "A100-SXM4-80GB");

@@ -50,6 +50,7 @@ struct Fleet {
   std::optional<inference::Autoscaler> scaler;
   int fixed_day = 0, fixed_night = 0;         // static: both the peak; lyra: day / night peaks
   int64_t met = 0, minutes = 0;
+  std::vector<int64_t> missed_by_day;
   double replica_minutes = 0;
   int max_replicas = 0;
 };
@@ -103,6 +104,7 @@ class Run {
   Status Batch(int64_t now, std::vector<const Job*>& arrivals);  // one event batch (tick or not)
   void Integrate(int64_t now);
   Status Scale(int64_t now, int64_t offset_s);
+  size_t ScaleInVictim(const Fleet& f, int64_t now) const;
   void Snapshot(int64_t hour);
 
   const ColocateConfig& c_;
@@ -118,6 +120,7 @@ class Run {
   std::unordered_map<JobId, int64_t> first_start_;
   int64_t t0_ = 0, prev_ = 0;
   double inference_gpus_ = 0;
+  double mig_idle_gpu_s_ = 0;
   double alloc_gpu_s_ = 0, training_gpu_s_ = 0, inference_gpu_s_ = 0, lost_gpu_s_ = 0;
   bool notice_ = false;
   ColocateRow row_;
@@ -135,6 +138,7 @@ Status Run::Setup() {
   for (const inference::Service& s : c_.services) {
     Fleet f;
     f.svc = &s;
+    f.missed_by_day.assign(static_cast<size_t>(c_.days), 0);
     TIDAL_ASSIGN_OR_RETURN(f.shape, ReplicaShape(s, cluster, horizon));
     f.gpus_per_replica = f.shape.IsMig() ? s.gpus_per_replica : f.shape.num_gpu;
     int peak = 0, day = 0, night = 0;
@@ -152,6 +156,9 @@ Status Run::Setup() {
       a.headroom = s.headroom;
       a.min_replicas = s.min_replicas;
       a.lead_s = policy_ == ColocatePolicy::kTidal ? c_.lead_s : 0;
+      a.error_quantile = policy_ == ColocatePolicy::kTidal ? c_.error_quantile : 0;
+      a.error_window_s = c_.error_window_s;
+      a.error_tod_s = c_.error_tod_s;
       a.cooldown_s = c_.cooldown_s;
       TIDAL_ASSIGN_OR_RETURN(inference::Autoscaler sc, inference::Autoscaler::Create(a, kMinute));
       f.scaler.emplace(std::move(sc));
@@ -182,9 +189,33 @@ void Run::Integrate(int64_t now) {
   if (dt <= 0) return;
   const double in_use = replay_->cluster().gpus_in_use();
   alloc_gpu_s_ += in_use * dt;
+  mig_idle_gpu_s_ += static_cast<double>(replay_->cluster().mig_idle_compute()) / mig::kComputeSlices * dt;
   inference_gpu_s_ += inference_gpus_ * dt;
   training_gpu_s_ += std::max(0.0, in_use - inference_gpus_) * dt;
   prev_ = now;
+}
+
+// Which replica a scale-in ends (an index into f.running). Like Kubernetes'
+// ReplicaSet scale-down, one not serving yet goes first, then the newest;
+// tidal instead ends the replica whose GPU (MIG) or node (whole GPUs) is
+// emptiest, so that GPUs drain and go back to training whole.
+size_t Run::ScaleInVictim(const Fleet& f, int64_t now) const {
+  const ClusterState& c = replay_->cluster();
+  size_t best = f.running.size() - 1;
+  double best_key = 0;
+  for (size_t i = f.running.size(); i-- > 0;) {
+    const JobId id = f.running[i];
+    const bool serving = f.ready_at.at(id) <= now;
+    double key = serving ? 1e9 : 0;  // lower = ended first
+    if (serving && policy_ == ColocatePolicy::kTidal) {
+      if (const Placement* p = c.FindAllocation(id); p && !p->assignments.empty()) {
+        const NodeAssignment& a = p->assignments[0];
+        key = !a.mig.empty() ? c.mig_device(a.node, a.mig[0].gpu)->BusyCompute() : -c.free_whole_gpus(a.node);
+      }
+    }
+    if (i == f.running.size() - 1 || key < best_key) best = i, best_key = key;
+  }
+  return best;
 }
 
 // Replica targets for the minute starting at offset_s, and the scaling.
@@ -215,8 +246,9 @@ Status Run::Scale(int64_t now, int64_t offset_s) {
       ++f.waiting;
     }
     for (int64_t k = target; k < have && !f.running.empty(); ++k) {
-      const JobId id = f.running.back();
-      f.running.pop_back();
+      const size_t v = ScaleInVictim(f, now);
+      const JobId id = f.running[v];
+      f.running.erase(f.running.begin() + static_cast<std::ptrdiff_t>(v));
       f.ready_at.erase(id);
       inference_gpus_ -= f.gpus_per_replica;
       TIDAL_RETURN_IF_ERROR(replay_->EndNow(id, now));
@@ -259,7 +291,8 @@ Status Run::Batch(int64_t now, std::vector<const Job*>& arrivals) {
     Fleet& f = fleets_[fi->second];
     --f.waiting;
     f.running.push_back(j->id);
-    f.ready_at[j->id] = now + c_.startup_s + notice_delay + (j->IsMig() ? mig_delay : 0);
+    // The fleet exists before the run: replicas placed at its start serve at once.
+    f.ready_at[j->id] = now == t0_ ? now : now + c_.startup_s + notice_delay + (j->IsMig() ? mig_delay : 0);
     inference_gpus_ += f.gpus_per_replica;
   }
   TIDAL_RETURN_IF_ERROR(replay_->ReleaseIdleMig());
@@ -314,7 +347,9 @@ Result<ColocateRow> Run::Go(const std::function<void(const ColocateProgress&)>& 
       int64_t ready = 0;
       for (JobId id : f.running) ready += f.ready_at.at(id) <= tick;
       ++f.minutes;
-      f.met += static_cast<double>(ready) * f.svc->goodput_rps >= Demand(f, offset) - 1e-9;
+      const bool met = static_cast<double>(ready) * f.svc->goodput_rps >= Demand(f, offset) - 1e-9;
+      f.met += met;
+      if (!met) ++f.missed_by_day[static_cast<size_t>(m / 1440)];
       f.replica_minutes += static_cast<double>(f.running.size());
       f.max_replicas = std::max(f.max_replicas, static_cast<int>(f.running.size()));
     }
@@ -324,7 +359,7 @@ Result<ColocateRow> Run::Go(const std::function<void(const ColocateProgress&)>& 
   for (const Fleet& f : fleets_) {
     row_.services.push_back({f.svc->name, f.minutes ? static_cast<double>(f.met) / static_cast<double>(f.minutes) : 0, f.minutes,
                              f.minutes ? f.replica_minutes / static_cast<double>(f.minutes) : 0, f.max_replicas,
-                             f.replica_minutes * f.gpus_per_replica / 60.0});
+                             f.replica_minutes * f.gpus_per_replica / 60.0, f.missed_by_day});
   }
   double delay_sum = 0;
   for (const Job& j : training_) {
@@ -339,6 +374,7 @@ Result<ColocateRow> Run::Go(const std::function<void(const ColocateProgress&)>& 
   row_.training_gpu_hours = (training_gpu_s_ - lost_gpu_s_) / 3600.0;
   row_.lost_gpu_hours = lost_gpu_s_ / 3600.0;
   row_.inference_gpu_hours = inference_gpu_s_ / 3600.0;
+  row_.mig_idle_gpu_hours = mig_idle_gpu_s_ / 3600.0;
   row_.preemptions_per_day = static_cast<double>(row_.preemptions) / days;
   const MigCounters& mc = replay_->cluster().mig_counters();
   row_.mig_reconfigs_per_day = static_cast<double>(mc.instances_created + mc.instances_destroyed + mc.mode_changes) / days;
@@ -365,6 +401,9 @@ Result<ColocateResult> RunColocate(const ColocateConfig& config, const std::func
   r.offered_load = scale.offered_load;
   if (!jobs.empty()) {
     const int64_t t0 = *jobs.front().submit_time_s;
+    // A backlog: the jobs of the first backlog_s are waiting when the run starts.
+    for (Job& j : jobs)
+      if (*j.submit_time_s < t0 + config.backlog_s) j.submit_time_s = t0;
     std::erase_if(jobs, [&](const Job& j) { return *j.submit_time_s >= t0 + config.days * 86400; });
   }
   r.training_jobs = static_cast<int64_t>(jobs.size());

@@ -62,6 +62,9 @@ struct ColocateConfig {
   std::vector<inference::Service> services;
   std::vector<Job> training;  // arrival order; submit times relative to any origin
   double load = 0.8;          // training offered load vs the fleet's GPUs (0: as recorded)
+  // The jobs arriving in the first backlog_s (after compression) are all
+  // waiting at the start: the fleet starts busy, as a real one is.
+  int64_t backlog_s = 0;
   int64_t days = 7;
   int64_t checkpoint_interval_s = 1800;
   int64_t restart_penalty_s = 60;
@@ -71,6 +74,9 @@ struct ColocateConfig {
   int64_t mig_mode_s = 60;           // a GPU entering MIG mode (reset)
   int64_t lead_s = 1800;             // tidal's forecast lead
   int64_t cooldown_s = 1800;         // scale-in after this long below
+  double error_quantile = 0.99;      // tidal: forecast-error margin (inference::AutoscalerConfig)
+  int64_t error_window_s = 86400;
+  int64_t error_tod_s = 0;
   int day_start_hour = 8, day_end_hour = 22;  // lyra's day (hours after each trace's midnight)
   std::vector<ColocatePolicy> policies = {ColocatePolicy::kStatic, ColocatePolicy::kLyra, ColocatePolicy::kReactive,
                                           ColocatePolicy::kTidal};
@@ -88,6 +94,7 @@ struct ServiceResult {
   double mean_replicas = 0;
   int max_replicas = 0;
   double gpu_hours = 0;        // replicas x their GPU cost, over the run
+  std::vector<int64_t> missed_by_day;  // minutes without enough SLO capacity, per day
 };
 
 // Per hour: GPUs in MIG mode and held instances per profile name.
@@ -109,6 +116,7 @@ struct ColocateRow {
   double mig_reconfigs_per_day = 0;
   double allocation_rate = 0;
   double inference_gpu_hours = 0;
+  double mig_idle_gpu_hours = 0;  // compute slices of GPUs in MIG mode that no job holds
   std::vector<MigHour> mig_hours;
 };
 
@@ -128,6 +136,10 @@ struct ColocateProgress {
 
 Result<ColocateResult> RunColocate(const ColocateConfig& config, const std::function<void(const ColocateProgress&)>& progress = {});
 nlohmann::json ColocateJson(const ColocateResult& r);
+// Per policy against static: SLO >= 99.9% of minutes for every service,
+// training GPU-hours >= 1.25 x static's, lost GPU-hours < 1% of training's.
+nlohmann::json ColocateTargets(const ColocateResult& r);
+std::string ColocateTable(const ColocateResult& r);
 std::string ColocateHtml(const ColocateResult& r);
 
 }  // namespace tidal::sim

@@ -4,11 +4,11 @@
 //   name: h100-1024-week
 //   topology: ../topologies/h100-1024-fat-tree.yaml  # the fleet: its hosts are the nodes
 //   services: services.yaml                          # inference/service.h's format
-//   training: {jobs: philly-2017-10-16-week.csv, format: philly, load: 0.8}
+//   training: {jobs: philly-2017-10-09-2weeks.csv, format: philly, load: 1.0, backlog_s: 86400}
 //   days: 7
 //   checkpoint: {interval_s: 1800, write_s: 120, restart_penalty_s: 60}
 //   replica: {startup_s: 120, mig_create_s: 15, mig_mode_s: 60}
-//   autoscaler: {lead_s: 1800, cooldown_s: 1800}
+//   autoscaler: {lead_s: 1800, cooldown_s: 1800, error_quantile: 0.99, error_window_s: 86400}
 //   lyra_day_hours: [8, 22]
 //   policies: [static, lyra, reactive, tidal]
 //   seed: 1
@@ -98,15 +98,18 @@ Result<ColocateConfig> ReadColocateConfig(const std::string& path) {
       if (!t.IsMap() || !t["jobs"]) return MakeError(ErrorCode::kParse, "{}: 'training:' needs jobs: (a trace)", where(t));
       for (const auto& kv : t) {
         const std::string k = kv.first.as<std::string>();
-        if (k != "jobs" && k != "format" && k != "load")
-          return MakeError(ErrorCode::kParse, "{}: unknown key training.{} (known: jobs, format, load)", where(kv.first), k);
+        if (k != "jobs" && k != "format" && k != "load" && k != "backlog_s")
+          return MakeError(ErrorCode::kParse, "{}: unknown key training.{} (known: jobs, format, load, backlog_s)", where(kv.first), k);
       }
       const std::string format = t["format"] ? t["format"].as<std::string>() : "auto";
       if (t["load"]) {
         c.load = t["load"].as<double>();
         if (!(c.load >= 0 && c.load <= 100)) return MakeError(ErrorCode::kParse, "{}: training.load must be in [0, 100]", where(t["load"]));
       }
-      std::vector<NodeSpec> none;
+      if (t["backlog_s"]) {
+        c.backlog_s = t["backlog_s"].as<int64_t>();
+        if (c.backlog_s < 0) return MakeError(ErrorCode::kParse, "{}: training.backlog_s must be >= 0", where(t["backlog_s"]));
+      }
       TIDAL_ASSIGN_OR_RETURN(Workload w, LoadWorkload("", Resolve(base, t["jobs"].as<std::string>()), format, c.topology.get()));
       c.training = std::move(w.jobs);
     }
@@ -120,8 +123,16 @@ Result<ColocateConfig> ReadColocateConfig(const std::string& path) {
     if (const YAML::Node n = doc["replica"])
       TIDAL_RETURN_IF_ERROR(ReadInts(n, "replica", where(n),
                                      {{"startup_s", &c.startup_s}, {"mig_create_s", &c.mig_create_s}, {"mig_mode_s", &c.mig_mode_s}}));
-    if (const YAML::Node n = doc["autoscaler"])
-      TIDAL_RETURN_IF_ERROR(ReadInts(n, "autoscaler", where(n), {{"lead_s", &c.lead_s}, {"cooldown_s", &c.cooldown_s}}));
+    if (YAML::Node n = YAML::Clone(doc["autoscaler"])) {
+      if (n.IsMap() && n["error_quantile"]) {
+        c.error_quantile = n["error_quantile"].as<double>();
+        if (!(c.error_quantile >= 0 && c.error_quantile <= 1))
+          return MakeError(ErrorCode::kParse, "{}: autoscaler.error_quantile must be in [0, 1]", where(doc["autoscaler"]["error_quantile"]));
+        n.remove("error_quantile");
+      }
+      TIDAL_RETURN_IF_ERROR(ReadInts(n, "autoscaler", where(doc["autoscaler"]),
+                                     {{"lead_s", &c.lead_s}, {"cooldown_s", &c.cooldown_s}, {"error_window_s", &c.error_window_s}, {"error_tod_s", &c.error_tod_s}}));
+    }
     if (c.checkpoint_interval_s < 1) return MakeError(ErrorCode::kParse, "{}: checkpoint.interval_s must be >= 1", path);
     if (const YAML::Node h = doc["lyra_day_hours"]) {
       if (!h.IsSequence() || h.size() != 2) return MakeError(ErrorCode::kParse, "{}: lyra_day_hours is [start, end], e.g. [8, 22]", where(h));
