@@ -1,0 +1,163 @@
+// The co-location experiment by hand: 2 x 8 H100, one service on TP2
+// replicas (goodput 10 rps, no headroom) whose demand is 0 from 00:00 to
+// 12:00 and 40 rps (4 replicas, 8 GPUs) from 12:00 to 24:00, every day, and
+// two 8-GPU training jobs that run for ten days, both waiting at the start.
+// Checkpoints every 5000 s, restart penalty 60 s, write on notice 120 s,
+// replica start-up 120 s; two days.
+#include "sim/colocate.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace tidal::sim {
+namespace {
+
+constexpr int64_t kT0 = 1'000'000;
+
+inference::DemandSeries NoonStep() {
+  inference::DemandSeries d;
+  d.name = "noon";
+  d.step_s = 60;
+  for (int m = 0; m < 1440; ++m) d.rate.push_back(m < 720 ? 0.0 : 40.0);
+  return d;
+}
+
+ColocateConfig Hand() {
+  ColocateConfig c;
+  c.name = "hand";
+  c.nodes = {{"n0", 64000, 1 << 20, 8, "H100"}, {"n1", 64000, 1 << 20, 8, "H100"}};
+  inference::Service s;
+  s.name = "big";
+  s.model = "m";
+  s.shape = "tp2";
+  s.goodput_rps = 10;
+  s.gpus_per_replica = 2;
+  s.headroom = 0;
+  s.min_replicas = 0;
+  s.demand = NoonStep();
+  c.services = {s};
+  for (int i = 0; i < 2; ++i) {
+    Job j;
+    j.id = i + 1;
+    j.name = "train" + std::to_string(i + 1);
+    j.num_gpu = 8;
+    j.gpu_milli = kMilliPerGpu;
+    j.single_node = true;
+    j.submit_time_s = kT0;
+    j.duration_s = 10 * 86400;
+    c.training.push_back(j);
+  }
+  c.load = 0;
+  c.days = 2;
+  c.checkpoint_interval_s = 5000;
+  c.restart_penalty_s = 60;
+  c.checkpoint_write_s = 120;
+  c.startup_s = 120;
+  c.lead_s = 1800;
+  c.cooldown_s = 1800;
+  c.error_quantile = 0;
+  c.day_start_hour = 12;
+  c.day_end_hour = 24;
+  return c;
+}
+
+const ColocateRow& Row(const ColocateResult& r, const std::string& policy) {
+  for (const ColocateRow& row : r.rows)
+    if (row.policy == policy) return row;
+  ADD_FAILURE() << "no row " << policy;
+  return r.rows.front();
+}
+
+class ColocateHand : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto r = RunColocate(Hand());
+    ASSERT_TRUE(r) << r.error().message;
+    result_ = new ColocateResult(std::move(*r));
+  }
+  static void TearDownTestSuite() { delete result_; }
+  static ColocateResult* result_;
+};
+ColocateResult* ColocateHand::result_ = nullptr;
+
+// static: 4 replicas (the peak) from the start, serving at once; one
+// training job runs all 48 h, the other never starts.
+TEST_F(ColocateHand, StaticHoldsThePeakAndNeverPreempts) {
+  const ColocateRow& s = Row(*result_, "static");
+  EXPECT_EQ(s.preemptions, 0);
+  EXPECT_DOUBLE_EQ(s.services[0].slo_minutes_met, 1.0);
+  EXPECT_EQ(s.services[0].max_replicas, 4);
+  EXPECT_DOUBLE_EQ(s.training_gpu_hours, 8 * 48);
+  EXPECT_DOUBLE_EQ(s.inference_gpu_hours, 8 * 48);
+  EXPECT_EQ(s.training_started, 1);
+  EXPECT_EQ(s.training_waiting_at_end, 1);
+  EXPECT_DOUBLE_EQ(s.allocation_rate, 1.0);
+}
+
+// lyra (day = 12:00-24:00): no replicas at night, so both jobs start at 0.
+// Noon of day 1 (43200 s in): one is preempted at once; both have run
+// 43200 s, saved 40000 (checkpoints every 5000): (3200 + 60) x 8 = 26080
+// GPU-s. At 24:00 the replicas end and it resumes (restart penalty 60). Noon
+// of day 2: the resumed one has run 43200 s, 43140 useful, saved 40000:
+// (3200 + 60) x 8 = 26080; the other (129600 s, saved 125000) would lose
+// (4600 + 60) x 8 = 37280, so the resumed one goes. Replicas started at
+// 12:00 serve from 12:02: minutes 12:00 and 12:01 are missed each day.
+TEST_F(ColocateHand, LyraPreemptsAtOnceWhenTheDayBegins) {
+  const ColocateRow& l = Row(*result_, "lyra");
+  EXPECT_EQ(l.preemptions, 2);
+  EXPECT_EQ(l.preemptions_with_notice, 0);
+  EXPECT_DOUBLE_EQ(l.lost_gpu_hours, 2 * 26080 / 3600.0);
+  EXPECT_EQ(l.services[0].missed_by_day, (std::vector<int64_t>{2, 2}));
+  EXPECT_DOUBLE_EQ(l.services[0].slo_minutes_met, 1.0 - 4.0 / 2880.0);
+  EXPECT_DOUBLE_EQ(l.inference_gpu_hours, 8 * 24);
+  EXPECT_EQ(l.training_started, 2);
+}
+
+// reactive: at 12:00 it has seen 11:59 (0 rps); at 12:01 it sees 12:00 and
+// starts 4 replicas, serving from 12:03: three minutes missed a day; its
+// victims lose their work since the last periodic checkpoint.
+TEST_F(ColocateHand, ReactiveIsAMinuteLateAndPreemptsAtOnce) {
+  const ColocateRow& r = Row(*result_, "reactive");
+  EXPECT_EQ(r.services[0].missed_by_day, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(r.preemptions, 2);
+  EXPECT_EQ(r.preemptions_with_notice, 0);
+  // Day 1: preempted at 43260 s: saved 40000, (3260 + 60) x 8 = 26560.
+  EXPECT_GE(r.lost_gpu_hours, 26560 / 3600.0);
+}
+
+// tidal: day 1 has no history (the forecast is the last value: like
+// reactive); on day 2 the forecast of yesterday's noon step scales out 30
+// minutes ahead, with notice: no minute missed, and the victim loses only
+// the write and the restart.
+TEST_F(ColocateHand, TidalScalesOutAheadWithNoticeOnceItHasADayOfHistory) {
+  const ColocateRow& t = Row(*result_, "tidal");
+  EXPECT_EQ(t.services[0].missed_by_day, (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(t.preemptions, 2);
+  EXPECT_EQ(t.preemptions_with_notice, 1);
+  const ColocateRow& r = Row(*result_, "reactive");
+  // Day 1 as reactive: (3260 + 60) x 8 = 26560. Day 2, with notice, the
+  // resumed job would lose (60 + 120 + 60) x 8 = 1920 (its run began with a
+  // 60 s restart penalty), the other one (0 + 120 + 60) x 8 = 1440: it goes.
+  EXPECT_DOUBLE_EQ(t.lost_gpu_hours, (26560 + 1440) / 3600.0);
+  EXPECT_LT(t.lost_gpu_hours, r.lost_gpu_hours);
+}
+
+// Every row: GPU time in use = training (useful + lost) + inference.
+TEST_F(ColocateHand, AccountingAddsUp) {
+  for (const ColocateRow& row : result_->rows) {
+    const double in_use = row.allocation_rate * 16 * 48;
+    EXPECT_NEAR(in_use, row.training_gpu_hours + row.lost_gpu_hours + row.inference_gpu_hours, 1e-6)
+        << row.policy;
+  }
+}
+
+TEST_F(ColocateHand, SameInputSameOutput) {
+  auto again = RunColocate(Hand());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(ColocateJson(*again).dump(), ColocateJson(*result_).dump());
+}
+
+}  // namespace
+}  // namespace tidal::sim
