@@ -255,7 +255,7 @@ TEST(MigParted, LayoutForEntryBadInputTable) {
       {"{\"3g.40gb\": 2, \"1g.10gb\": 1}", {}, "t.yaml:4: config 'a' (3g.40gb x2, 1g.10gb x1): needs 9 memory slices; a H100-80GB has 8"},
       {"{\"4g.40gb\": 1, \"3g.40gb\": 1}", {.allow_4g_with_3g = false},
        "t.yaml:4: config 'a' (4g.40gb x1, 3g.40gb x1): these instances cannot all be placed on one H100-80GB: every choice of starts breaks "
-       "a placement rule (the last: 3g.40gb@4: 4g and 3g instances together need driver R470 or newer)"},
+       "a placement rule (the last: 3g.40gb@4: 4g and 3g instances together need driver R510 or newer (the MIG User Guide, Concepts))"},
   };
   for (const Case& c : cases) {
     auto layout = LayoutForEntry(Entry(c.devices), G("H100"), c.caps);

@@ -266,7 +266,7 @@ TEST(NvidiaSmiMig, LayoutsFromLgiBadInputTable) {
     ASSERT_FALSE(layouts) << c.error;
     EXPECT_NE(layouts.error().message.find(c.error), std::string::npos) << layouts.error().message;
   }
-  // 4g with 3g: valid from R470 on, refused for older drivers.
+  // 4g with 3g: valid from R510 on, refused for older drivers.
   auto rows = ReadLgi(Lgi({"0  MIG 4g.40gb   5   1   0:4", "0  MIG 3g.40gb   9   2   4:4"}), "t.txt");
   ASSERT_TRUE(rows);
   EXPECT_TRUE(LayoutsFromLgi(*rows, g));
