@@ -186,10 +186,17 @@ Result<int> Autoscaler::Step(int64_t t_s, double observed_rps) {
   reactive_need_ = ReplicasNeeded(observed_rps, cfg_.goodput_rps, cfg_.headroom, cfg_.min_replicas);
   forecast_need_ = 0;
   if (cfg_.error_quantile > 0) {
-    // This step's actual against the forecast made lead_s ago for it.
+    // This step's actual against the forecast made lead_s ago for it; with
+    // error_of_window_max, the largest actual of the window the forecast
+    // covered against its largest forecast (what the capacity was sized by).
+    observed_.emplace_back(t_s, observed_rps);
+    while (!observed_.empty() && observed_.front().first <= t_s - cfg_.lead_s) observed_.pop_front();
     while (!made_.empty() && made_.front().first < t_s) made_.pop_front();
     if (!made_.empty() && made_.front().first == t_s) {
-      if (made_.front().second > 0) ratios_.emplace_back(t_s, observed_rps / made_.front().second);
+      double actual = observed_rps;
+      if (cfg_.error_of_window_max)
+        for (const auto& [t, x] : observed_) actual = std::max(actual, x);
+      if (made_.front().second > 0) ratios_.emplace_back(t_s, actual / made_.front().second);
       made_.pop_front();
     }
     while (!ratios_.empty() && ratios_.front().first <= t_s - cfg_.error_window_s) ratios_.pop_front();
@@ -216,7 +223,10 @@ Result<int> Autoscaler::Step(int64_t t_s, double observed_rps) {
     TIDAL_ASSIGN_OR_RETURN(double peak, forecaster_.MaxForecast(t_s + step_s_, t_s + cfg_.lead_s));
     forecast_need_ = ReplicasNeeded(peak * margin_, cfg_.goodput_rps, cfg_.headroom, cfg_.min_replicas);
     if (cfg_.error_quantile > 0) {
-      TIDAL_ASSIGN_OR_RETURN(double f, forecaster_.Forecast(t_s + cfg_.lead_s));
+      double f = peak;
+      if (!cfg_.error_of_window_max) {
+        TIDAL_ASSIGN_OR_RETURN(f, forecaster_.Forecast(t_s + cfg_.lead_s));
+      }
       made_.emplace_back(t_s + cfg_.lead_s, f);
     }
   }

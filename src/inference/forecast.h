@@ -109,6 +109,12 @@ struct AutoscalerConfig {
   // this many seconds, so the margin is large where the forecast erred
   // yesterday (ramps) and small elsewhere.
   int64_t error_tod_s = 0;
+  // The error measured on what capacity is sized by: the largest actual over
+  // (t, t + lead] against the largest forecast made at t for it, rather than
+  // the actual at t + lead against the point forecast for it. Window maxima
+  // carry the ramps but not the minute-to-minute noise (which the headroom
+  // is for).
+  bool error_of_window_max = false;
   ForecastConfig forecast;
 };
 
@@ -139,6 +145,7 @@ class Autoscaler {
   // ratios of the last error_window_s.
   std::deque<std::pair<int64_t, double>> made_;
   std::deque<std::pair<int64_t, double>> ratios_;
+  std::deque<std::pair<int64_t, double>> observed_;  // the last lead_s
   double margin_ = 1;
 };
 

@@ -243,6 +243,37 @@ TEST(Autoscaler, ErrorQuantileMarginByHand) {
   EXPECT_FALSE(Autoscaler::Create(bad, 60));
 }
 
+// error_of_window_max, lead two steps, no day of history (forecast = last
+// value), goodput 1, headroom 0, no cool-down, quantile 1 (the largest).
+//  t=0   obs 10: window forecast max over (0, 120] = 10 -> need 10; made for 120.
+//  t=60  obs 20: forecast 20 -> 20; made for 180: 20.
+//  t=120 obs 10: the window (0, 120] held 20 and 10 -> max 20 vs 10 made at 0:
+//        ratio 2 (the point error would be 10 / 10 = 1); margin 2; forecast
+//        10 x 2 = 20 -> 20.
+TEST(Autoscaler, ErrorOfTheWindowMaxByHand) {
+  AutoscalerConfig cfg;
+  cfg.goodput_rps = 1;
+  cfg.headroom = 0;
+  cfg.min_replicas = 0;
+  cfg.lead_s = 120;
+  cfg.cooldown_s = 0;
+  cfg.error_quantile = 1;
+  cfg.error_of_window_max = true;
+  auto a = Autoscaler::Create(cfg, 60);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(*a->Step(0, 10), 10);
+  EXPECT_EQ(*a->Step(60, 20), 20);
+  EXPECT_EQ(*a->Step(120, 10), 20);
+  EXPECT_DOUBLE_EQ(a->last_margin(), 2.0);
+  cfg.error_of_window_max = false;
+  auto p = Autoscaler::Create(cfg, 60);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(*p->Step(0, 10), 10);
+  EXPECT_EQ(*p->Step(60, 20), 20);
+  EXPECT_EQ(*p->Step(120, 10), 10);
+  EXPECT_DOUBLE_EQ(p->last_margin(), 1.0);
+}
+
 TEST(Autoscaler, RejectsBadConfig) {
   AutoscalerConfig bad = Cfg(0);
   bad.goodput_rps = 0;

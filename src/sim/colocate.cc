@@ -159,6 +159,7 @@ Status Run::Setup() {
       a.error_quantile = policy_ == ColocatePolicy::kTidal ? c_.error_quantile : 0;
       a.error_window_s = c_.error_window_s;
       a.error_tod_s = c_.error_tod_s;
+      a.error_of_window_max = c_.error_of_window_max;
       a.cooldown_s = c_.cooldown_s;
       TIDAL_ASSIGN_OR_RETURN(inference::Autoscaler sc, inference::Autoscaler::Create(a, kMinute));
       f.scaler.emplace(std::move(sc));

@@ -77,6 +77,7 @@ struct ColocateConfig {
   double error_quantile = 0.99;      // tidal: forecast-error margin (inference::AutoscalerConfig)
   int64_t error_window_s = 86400;
   int64_t error_tod_s = 0;
+  bool error_of_window_max = false;
   int day_start_hour = 8, day_end_hour = 22;  // lyra's day (hours after each trace's midnight)
   std::vector<ColocatePolicy> policies = {ColocatePolicy::kStatic, ColocatePolicy::kLyra, ColocatePolicy::kReactive,
                                           ColocatePolicy::kTidal};

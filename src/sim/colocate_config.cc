@@ -130,6 +130,13 @@ Result<ColocateConfig> ReadColocateConfig(const std::string& path) {
           return MakeError(ErrorCode::kParse, "{}: autoscaler.error_quantile must be in [0, 1]", where(doc["autoscaler"]["error_quantile"]));
         n.remove("error_quantile");
       }
+      if (n.IsMap() && n["error_of"]) {
+        const std::string of = n["error_of"].as<std::string>();
+        if (of != "point" && of != "window-max")
+          return MakeError(ErrorCode::kParse, "{}: autoscaler.error_of is point or window-max, not '{}'", where(doc["autoscaler"]["error_of"]), of);
+        c.error_of_window_max = of == "window-max";
+        n.remove("error_of");
+      }
       TIDAL_RETURN_IF_ERROR(ReadInts(n, "autoscaler", where(doc["autoscaler"]),
                                      {{"lead_s", &c.lead_s}, {"cooldown_s", &c.cooldown_s}, {"error_window_s", &c.error_window_s}, {"error_tod_s", &c.error_tod_s}}));
     }
