@@ -101,7 +101,9 @@ TEST(ClusterMig, RepartitionKeepsHeldInstancesAndCountsChanges) {
   // Leaving MIG mode needs every instance free.
   EXPECT_FALSE(s.DisableMig(0, 0));
   ASSERT_TRUE(s.Unbind(1));
+  const uint64_t before = s.version(0);
   ASSERT_TRUE(s.DisableMig(0, 0));
+  EXPECT_GT(s.version(0), before);  // caches keyed by node version see the change
   EXPECT_EQ(s.mig_device(0, 0), nullptr);
   EXPECT_EQ(s.gpu_free(0)[0], kMilliPerGpu);
   EXPECT_EQ(s.free_whole_gpus(0), 2);
@@ -121,10 +123,10 @@ TEST(ClusterMig, SetMigLayoutRejectsBadLayoutsAndBusyGpus) {
   EXPECT_NE(st.error().message.find("node 'h0' GPU 0"), std::string::npos) << st.error().message;
   EXPECT_NE(st.error().message.find("overlaps"), std::string::npos) << st.error().message;
   EXPECT_EQ(s.mig_device(0, 0), nullptr);
-  ASSERT_TRUE(s.Bind(1, Placement{{{0, 0, 0, {0}, {1000}}}}));
+  ASSERT_TRUE(s.Bind(1, Placement{{{0, 0, 0, {0}, {300}}}}));
   auto busy = s.SetMigLayout(0, 0, {});
   ASSERT_FALSE(busy);
-  EXPECT_NE(busy.error().message.find("MIG mode needs the GPU idle"), std::string::npos);
+  EXPECT_NE(busy.error().message.find("jobs hold 300 milli-GPU; MIG mode needs the GPU idle"), std::string::npos) << busy.error().message;
   EXPECT_FALSE(s.SetMigLayout(1, 0, {}));  // V100
   EXPECT_TRUE(s.CheckInvariants());
 }

@@ -138,6 +138,7 @@ TEST(MigGeometry, BadLayoutTable) {
       {"H100", "1g.10gb+me@0,1g.10gb+me@1", {}, "at most 1 1g.10gb+me instance per GPU"},
       {"H100", "4g.40gb@0,3g.40gb@4", {.allow_4g_with_3g = false}, "need driver R510"},
       {"H100", "3g.40gb@9", {}, "one digit 0-7"},
+      {"H100", "1g.10gb@7", {}, "may start only at memory slice 0, 1, 2, 3, 4, 5, 6"},  // 7 is a slice, just not a start
       {"H100", "3g.40gb@0,,1g.10gb", {}, "empty item"},
       {"H100", "7g.80gb,1g.10gb", {}, "no free placement is left for 1g.10gb"},
       {"H200", "1g.20gb@0", {}, "H200-141GB has no profile '1g.20gb' (it has 1g.18gb"},

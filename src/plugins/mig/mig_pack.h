@@ -35,6 +35,11 @@ class MigPack final : public MigPlacePlugin, public ReservePlugin {
   std::optional<Placement> PlaceMig(const CycleContext& ctx, const PodRequest& pod) override;
   void Reserve(const ClusterState& cluster, const Job& job, const Placement& placement) override;
   void Unreserve(const ClusterState& cluster, const Job& job, const Placement& placement) override;
+  // MIG jobs bound now, of this profile (the request mix).
+  int64_t bound(const std::string& profile) const {
+    auto it = bound_.find(profile);
+    return it == bound_.end() ? 0 : it->second;
+  }
 
  private:
   MigPackPolicy policy_;

@@ -4,6 +4,7 @@
 
 #include <deque>
 
+#include "plugins/mig/mig_pack.h"
 #include "plugins/registry.h"
 #include "scheduler/scheduler.h"
 
@@ -132,6 +133,40 @@ TEST(MigPack, ReleaseKeepsTheInstanceForReuse) {
   // The free 2g@0 is reused rather than a new one created.
   const int64_t created = f.scheduler.cluster().mig_counters().instances_created;
   EXPECT_EQ(f.Where(f.Mig("2g.20gb")), "0/0/2g.20gb@4");
+  EXPECT_EQ(f.scheduler.cluster().mig_counters().instances_created, created);
+}
+
+TEST(MigPack, ReserveAndUnreserveAreIdempotent) {
+  MigPack p;
+  ClusterState c = *ClusterState::Build({{"n0", 64000, 1 << 20, 1, "H100"}});
+  Job j;
+  j.id = 9;
+  j.mig_profile = "3g.40gb";
+  Job whole;
+  whole.id = 10;
+  p.Reserve(c, j, {});
+  p.Reserve(c, j, {});
+  p.Reserve(c, whole, {});
+  EXPECT_EQ(p.bound("3g.40gb"), 1);
+  p.Unreserve(c, j, {});
+  p.Unreserve(c, j, {});
+  p.Unreserve(c, whole, {});
+  EXPECT_EQ(p.bound("3g.40gb"), 0);
+  EXPECT_EQ(p.bound(""), 0);
+}
+
+// Equal fragmentation on two GPUs: the one with a free instance of the
+// profile wins over a lower device index (no reconfiguration).
+TEST(MigPack, AFreeInstanceBeatsALowerIndex) {
+  Fixture f("pack", {{"n0", 64000, 1 << 20, 2, "H100"}});
+  const int two = G().FindProfile("2g.20gb");
+  ASSERT_TRUE(f.scheduler.Bind(f.Mig("2g.20gb"), Placement{{{0, 1000, 1024, {}, {}, {{0, two, 0}}}}}));
+  ASSERT_TRUE(f.scheduler.Bind(f.Mig("2g.20gb"), Placement{{{0, 1000, 1024, {}, {}, {{1, two, 0}}}}}));
+  const Job& spare = f.Mig("1g.10gb");
+  ASSERT_TRUE(f.scheduler.Bind(spare, Placement{{{0, 1000, 1024, {}, {}, {{1, G().FindProfile("1g.10gb"), 6}}}}}));
+  ASSERT_TRUE(f.scheduler.Release(spare));
+  const int64_t created = f.scheduler.cluster().mig_counters().instances_created;
+  EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "0/1/1g.10gb@6");
   EXPECT_EQ(f.scheduler.cluster().mig_counters().instances_created, created);
 }
 
