@@ -136,6 +136,16 @@ TEST(MigPack, ReleaseKeepsTheInstanceForReuse) {
   EXPECT_EQ(f.scheduler.cluster().mig_counters().instances_created, created);
 }
 
+// A node without the job's memory (or CPU) is no candidate, however well
+// its GPU would pack: n0 (one GPU, the fuller node) has 512 MiB, the job asks
+// 1024; then n0's CPU is short (500 of the 1000 milli-CPU asked).
+TEST(MigPack, NodesWithoutTheCpuOrMemoryAreSkipped) {
+  Fixture f("pack", {{"n0", 64000, 512, 1, "H100"}, {"n1", 64000, 1 << 20, 2, "H100"}});
+  EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "1/0/1g.10gb@6");
+  Fixture g("pack", {{"n0", 500, 1 << 20, 1, "H100"}, {"n1", 64000, 1 << 20, 2, "H100"}});
+  EXPECT_EQ(g.Where(g.Mig("1g.10gb")), "1/0/1g.10gb@6");
+}
+
 TEST(MigPack, ReserveAndUnreserveAreIdempotent) {
   MigPack p;
   ClusterState c = *ClusterState::Build({{"n0", 64000, 1 << 20, 1, "H100"}});
