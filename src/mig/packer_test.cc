@@ -37,6 +37,10 @@ TEST(MigPacker, FragmentationByHand) {
   EXPECT_DOUBLE_EQ(Fragmentation(G(), L("1g.10gb@0,1g.10gb@4"), m), 2.5);
   // Weights are normalised.
   EXPECT_DOUBLE_EQ(Fragmentation(G(), L("1g.10gb@0"), Mix({{"1g.10gb", 2}, {"3g.40gb", 2}})), 1.5);
+  // A mix with no weight at all scores 0, not 0 / 0.
+  RequestMix none;
+  none.weight.assign(G().profiles.size(), 0.0);
+  EXPECT_EQ(Fragmentation(G(), L("1g.10gb@0"), none), 0.0);
   // A full GPU has nothing to fragment.
   EXPECT_DOUBLE_EQ(Fragmentation(G(), L("7g.80gb@0"), m), 0.0);
 }
