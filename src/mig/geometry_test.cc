@@ -105,6 +105,12 @@ TEST(MigGeometry, ValidLayouts) {
   }
 }
 
+TEST(MigGeometry, SpacesAroundItemsAreAllowed) {
+  auto layout = ParseLayout(H100(), " 3g.40gb@0 ,  2g.20gb@4");
+  ASSERT_TRUE(layout) << layout.error().message;
+  EXPECT_EQ(FormatLayout(H100(), *layout), "3g.40gb@0,2g.20gb@4");
+}
+
 TEST(MigGeometry, SevenOnesLeaveTheLastMemorySliceUnused) {
   const Geometry& g = H100();
   const Layout seven = L(g, "1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb");

@@ -75,6 +75,7 @@ TEST(MigPacker, BestSlotPrefersAFreeInstanceOnATie) {
   ASSERT_TRUE(f);
   EXPECT_TRUE(f->reuse);
   EXPECT_EQ(f->instance.start, 3);
+  EXPECT_EQ(f->delta, 0.0);  // first-fit does not score
 }
 
 TEST(MigPacker, FreeInstancesDoNotBlock) {
