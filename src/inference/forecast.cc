@@ -181,8 +181,14 @@ Result<Autoscaler> Autoscaler::Create(const AutoscalerConfig& cfg, int64_t step_
   return Autoscaler(cfg, step_s);
 }
 
+bool Autoscaler::Seasonal(int64_t t_s) const {
+  // The forecast for t + lead has a base a day earlier within the history.
+  return start_s_ && t_s + cfg_.lead_s - cfg_.forecast.day_s >= *start_s_;
+}
+
 Result<int> Autoscaler::Step(int64_t t_s, double observed_rps) {
   TIDAL_RETURN_IF_ERROR(forecaster_.Observe(t_s, observed_rps));
+  if (!start_s_) start_s_ = t_s;
   reactive_need_ = ReplicasNeeded(observed_rps, cfg_.goodput_rps, cfg_.headroom, cfg_.min_replicas);
   forecast_need_ = 0;
   if (cfg_.error_quantile > 0) {
@@ -191,32 +197,35 @@ Result<int> Autoscaler::Step(int64_t t_s, double observed_rps) {
     // covered against its largest forecast (what the capacity was sized by).
     observed_.emplace_back(t_s, observed_rps);
     while (!observed_.empty() && observed_.front().first <= t_s - cfg_.lead_s) observed_.pop_front();
-    while (!made_.empty() && made_.front().first < t_s) made_.pop_front();
-    if (!made_.empty() && made_.front().first == t_s) {
+    while (!made_.empty() && made_.front().t < t_s) made_.pop_front();
+    if (!made_.empty() && made_.front().t == t_s) {
       double actual = observed_rps;
       if (cfg_.error_of_window_max)
         for (const auto& [t, x] : observed_) actual = std::max(actual, x);
-      if (made_.front().second > 0) ratios_.emplace_back(t_s, actual / made_.front().second);
+      if (made_.front().value > 0) ratios_.push_back({t_s, actual / made_.front().value, made_.front().seasonal});
       made_.pop_front();
     }
-    while (!ratios_.empty() && ratios_.front().first <= t_s - cfg_.error_window_s) ratios_.pop_front();
+    while (!ratios_.empty() && ratios_.front().t <= t_s - cfg_.error_window_s) ratios_.pop_front();
     margin_ = 1;
     if (!ratios_.empty()) {
       std::vector<double> r;
       r.reserve(ratios_.size());
       // With error_tod_s: only the errors at this time of day (the target
-      // t + lead, a day earlier, +- error_tod_s) and of the last error_tod_s.
+      // t + lead, a day earlier, +- error_tod_s) and of the last error_tod_s;
+      // always only those of the regime the new forecast is made in.
       const int64_t day = cfg_.forecast.day_s;
       const int64_t at = t_s + cfg_.lead_s - day;
-      for (const auto& [t, x] : ratios_) {
-        if (cfg_.error_tod_s <= 0 || (t >= at - cfg_.error_tod_s && t <= at + cfg_.error_tod_s) || t > t_s - cfg_.error_tod_s) r.push_back(x);
+      const bool seasonal = Seasonal(t_s);
+      for (const Made& m : ratios_) {
+        if (m.seasonal != seasonal) continue;
+        if (cfg_.error_tod_s <= 0 || (m.t >= at - cfg_.error_tod_s && m.t <= at + cfg_.error_tod_s) || m.t > t_s - cfg_.error_tod_s) r.push_back(m.value);
       }
       if (r.empty()) r.push_back(1.0);
       // Nearest rank: the smallest ratio with at least q of them at or below it.
       const double rank = std::ceil(cfg_.error_quantile * static_cast<double>(r.size())) - 1;
       const size_t k = std::min(r.size() - 1, static_cast<size_t>(std::max(0.0, rank)));
       std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(k), r.end());
-      margin_ = std::max(1.0, r[k]);
+      margin_ = std::clamp(r[k], 1.0, std::max(1.0, cfg_.error_margin_max));
     }
   }
   if (cfg_.lead_s >= step_s_) {
@@ -227,7 +236,7 @@ Result<int> Autoscaler::Step(int64_t t_s, double observed_rps) {
       if (!cfg_.error_of_window_max) {
         TIDAL_ASSIGN_OR_RETURN(f, forecaster_.Forecast(t_s + cfg_.lead_s));
       }
-      made_.emplace_back(t_s + cfg_.lead_s, f);
+      made_.push_back({t_s + cfg_.lead_s, f, Seasonal(t_s)});
     }
   }
   const int desired = std::clamp(std::max(reactive_need_, forecast_need_), cfg_.min_replicas, cfg_.max_replicas);

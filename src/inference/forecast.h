@@ -22,6 +22,8 @@
 #include <climits>
 #include <cstdint>
 #include <deque>
+#include <limits>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -115,6 +117,9 @@ struct AutoscalerConfig {
   // carry the ramps but not the minute-to-minute noise (which the headroom
   // is for).
   bool error_of_window_max = false;
+  // The margin is at most this (a forecast near zero makes the error ratio
+  // huge); unbounded by default.
+  double error_margin_max = std::numeric_limits<double>::infinity();
   ForecastConfig forecast;
 };
 
@@ -133,6 +138,7 @@ class Autoscaler {
 
  private:
   Autoscaler(const AutoscalerConfig& cfg, int64_t step_s);
+  bool Seasonal(int64_t t_s) const;
 
   AutoscalerConfig cfg_;
   int64_t step_s_;
@@ -143,8 +149,17 @@ class Autoscaler {
   int reactive_need_ = 0;
   // error_quantile: forecasts made for later steps, and actual / forecast
   // ratios of the last error_window_s.
-  std::deque<std::pair<int64_t, double>> made_;
-  std::deque<std::pair<int64_t, double>> ratios_;
+  // The forecaster has two regimes: "last value" until it has a day of
+  // history, seasonal after; errors of one do not size the margin of the
+  // other (the cold start's large errors would inflate the seasonal margin
+  // for a whole error window).
+  struct Made {
+    int64_t t = 0;
+    double value = 0;
+    bool seasonal = false;
+  };
+  std::deque<Made> made_, ratios_;  // ratios_: value = actual / forecast
+  std::optional<int64_t> start_s_;
   std::deque<std::pair<int64_t, double>> observed_;  // the last lead_s
   double margin_ = 1;
 };

@@ -238,6 +238,21 @@ TEST(Autoscaler, ErrorQuantileMarginByHand) {
     EXPECT_EQ(a->last_reactive_need(), 14);
     EXPECT_EQ(*a->Step(120, 12), last) << q;
   }
+  // Capped: the same run with error_margin_max 1.1 -> 12 x 1.1 = 13.2 ->
+  // ceil(14.52) = 15 at t=60.
+  AutoscalerConfig capped;
+  capped.goodput_rps = 1;
+  capped.headroom = 0.1;
+  capped.min_replicas = 0;
+  capped.lead_s = 60;
+  capped.cooldown_s = 0;
+  capped.error_quantile = 0.9;
+  capped.error_margin_max = 1.1;
+  auto c = Autoscaler::Create(capped, 60);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(*c->Step(0, 10), 11);
+  EXPECT_EQ(*c->Step(60, 12), 15);
+  EXPECT_DOUBLE_EQ(c->last_margin(), 1.1);
   AutoscalerConfig bad;
   bad.error_quantile = 1.5;
   EXPECT_FALSE(Autoscaler::Create(bad, 60));

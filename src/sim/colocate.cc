@@ -160,6 +160,7 @@ Status Run::Setup() {
       a.error_window_s = c_.error_window_s;
       a.error_tod_s = c_.error_tod_s;
       a.error_of_window_max = c_.error_of_window_max;
+      a.error_margin_max = c_.error_margin_max;
       a.cooldown_s = c_.cooldown_s;
       TIDAL_ASSIGN_OR_RETURN(inference::Autoscaler sc, inference::Autoscaler::Create(a, kMinute));
       f.scaler.emplace(std::move(sc));

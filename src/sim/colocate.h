@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -78,6 +79,7 @@ struct ColocateConfig {
   int64_t error_window_s = 86400;
   int64_t error_tod_s = 0;
   bool error_of_window_max = false;
+  double error_margin_max = std::numeric_limits<double>::infinity();
   int day_start_hour = 8, day_end_hour = 22;  // lyra's day (hours after each trace's midnight)
   std::vector<ColocatePolicy> policies = {ColocatePolicy::kStatic, ColocatePolicy::kLyra, ColocatePolicy::kReactive,
                                           ColocatePolicy::kTidal};

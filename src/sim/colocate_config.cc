@@ -130,6 +130,12 @@ Result<ColocateConfig> ReadColocateConfig(const std::string& path) {
           return MakeError(ErrorCode::kParse, "{}: autoscaler.error_quantile must be in [0, 1]", where(doc["autoscaler"]["error_quantile"]));
         n.remove("error_quantile");
       }
+      if (n.IsMap() && n["error_margin_max"]) {
+        c.error_margin_max = n["error_margin_max"].as<double>();
+        if (!(c.error_margin_max >= 1))
+          return MakeError(ErrorCode::kParse, "{}: autoscaler.error_margin_max must be >= 1", where(doc["autoscaler"]["error_margin_max"]));
+        n.remove("error_margin_max");
+      }
       if (n.IsMap() && n["error_of"]) {
         const std::string of = n["error_of"].as<std::string>();
         if (of != "point" && of != "window-max")
