@@ -86,6 +86,7 @@ TEST(ColocateConfig, BadInputTable) {
       {"replica key", "mig_mode_s: 60=>mig_mod_s: 60", "unknown key replica.mig_mod_s (known: startup_s, mig_create_s, mig_mode_s)"},
       {"quantile", "error_quantile: 0.97=>error_quantile: 1.5", ":17: autoscaler.error_quantile must be in [0, 1]"},
       {"error_of", "error_tod_s: 3600=>error_tod_s: 3600, error_of: maximum", "autoscaler.error_of is point or window-max, not 'maximum'"},
+      {"margin cap", "error_tod_s: 3600=>error_tod_s: 3600, error_margin_max: 0.5", "autoscaler.error_margin_max must be >= 1"},
       {"lyra hours", "lyra_day_hours: [8, 22]=>lyra_day_hours: [22, 8]", ":18: lyra_day_hours must satisfy 0 <= start < end <= 24"},
       {"training key", "backlog_s: 86400=>backlog: 86400", "unknown key training.backlog (known: jobs, format, load, backlog_s)"},
       {"backlog", "backlog_s: 86400=>backlog_s: -1", "training.backlog_s must be >= 0"},
