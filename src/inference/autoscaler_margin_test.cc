@@ -18,14 +18,14 @@ namespace {
 
 constexpr int64_t kStep = 60;
 
-std::vector<double> Series(int n) {
+std::vector<double> Series(int n, double scale) {
   std::vector<double> x;
   uint32_t s = 12345;
   for (int i = 0; i < n; ++i) {
     s = s * 1664525u + 1013904223u;
     const double noise = 0.7 + 0.6 * static_cast<double>(s >> 8) / static_cast<double>(1u << 24);
     // Zero now and then: a forecast of 0 gives no ratio.
-    x.push_back(i % 13 == 5 ? 0.0 : (20 + 10 * std::sin(i * 0.63)) * noise);
+    x.push_back(i % 13 == 5 ? 0.0 : scale * (20 + 10 * std::sin(i * 0.63)) * noise);
   }
   return x;
 }
@@ -36,11 +36,11 @@ struct Ref {
   bool seasonal;
 };
 
-void Check(const AutoscalerConfig& cfg, const char* label) {
+void Check(const AutoscalerConfig& cfg, const char* label, double scale = 1) {
   auto a = Autoscaler::Create(cfg, kStep);
   ASSERT_TRUE(a) << a.error().message;
   SeasonalForecaster fc(kStep, cfg.forecast);
-  const std::vector<double> x = Series(80);
+  const std::vector<double> x = Series(80, scale);
   const int64_t day = cfg.forecast.day_s;
   std::vector<Ref> made;                                  // forecasts made, by target time
   std::vector<std::pair<int64_t, std::pair<double, bool>>> ratios;  // (t, (ratio, seasonal))
@@ -102,7 +102,10 @@ AutoscalerConfig Base() {
   return c;
 }
 
-TEST(AutoscalerMargin, PointErrorsMatchTheReference) { Check(Base(), "point"); }
+TEST(AutoscalerMargin, PointErrorsMatchTheReference) {
+  Check(Base(), "point");
+  Check(Base(), "rates below 1 rps", 0.04);  // forecasts in (0, 1) count too
+}
 
 TEST(AutoscalerMargin, TimeOfDayWindowMatchesTheReference) {
   AutoscalerConfig c = Base();
