@@ -54,6 +54,13 @@ TEST(ColocateConfig, OneRealDay) {
     EXPECT_EQ(row.mig_hours.size(), 24u);
     EXPECT_GT(row.mig_hours.back().mig_gpus, 0) << row.policy;  // code and chat run on MIG slices
   }
+  // Hourly MIG snapshots, the first before anything is placed; static holds
+  // its peak replicas (code's 1g and chat's 3g) as MIG instances all day.
+  for (size_t h = 0; h < s.mig_hours.size(); ++h) EXPECT_EQ(s.mig_hours[h].hour, static_cast<int64_t>(h));
+  EXPECT_EQ(s.mig_hours.front().mig_gpus, 0);
+  EXPECT_EQ(s.mig_hours[5].instances.at("1g.10gb"), s.services[1].max_replicas);
+  EXPECT_EQ(s.mig_hours[5].instances.at("3g.40gb"), s.services[2].max_replicas);
+  EXPECT_DOUBLE_EQ(s.services[1].gpu_hours, s.services[1].max_replicas * 24.0 / 7.0);
   // Autoscaled policies hold fewer replica GPU-hours than the peak-sized fleet.
   EXPECT_LT(r->rows[1].inference_gpu_hours, s.inference_gpu_hours);
   EXPECT_LT(r->rows[2].inference_gpu_hours, s.inference_gpu_hours);

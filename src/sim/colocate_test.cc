@@ -91,6 +91,8 @@ TEST_F(ColocateHand, StaticHoldsThePeakAndNeverPreempts) {
   EXPECT_EQ(s.services[0].max_replicas, 4);
   EXPECT_DOUBLE_EQ(s.training_gpu_hours, 8 * 48);
   EXPECT_DOUBLE_EQ(s.inference_gpu_hours, 8 * 48);
+  EXPECT_DOUBLE_EQ(s.services[0].gpu_hours, 4 * 2 * 48);  // replicas x GPUs x hours
+  EXPECT_DOUBLE_EQ(s.services[0].mean_replicas, 4);
   EXPECT_EQ(s.training_started, 1);
   EXPECT_EQ(s.training_waiting_at_end, 1);
   EXPECT_DOUBLE_EQ(s.allocation_rate, 1.0);
@@ -112,6 +114,7 @@ TEST_F(ColocateHand, LyraPreemptsAtOnceWhenTheDayBegins) {
   EXPECT_EQ(l.services[0].missed_by_day, (std::vector<int64_t>{2, 2}));
   EXPECT_DOUBLE_EQ(l.services[0].slo_minutes_met, 1.0 - 4.0 / 2880.0);
   EXPECT_DOUBLE_EQ(l.inference_gpu_hours, 8 * 24);
+  EXPECT_DOUBLE_EQ(l.services[0].gpu_hours, 4 * 2 * 24);
   EXPECT_EQ(l.training_started, 2);
 }
 
