@@ -197,27 +197,8 @@ void Run::Integrate(int64_t now) {
   prev_ = now;
 }
 
-// Which replica a scale-in ends (an index into f.running). Like Kubernetes'
-// ReplicaSet scale-down, one not serving yet goes first, then the newest;
-// tidal instead ends the replica whose GPU (MIG) or node (whole GPUs) is
-// emptiest, so that GPUs drain and go back to training whole.
 size_t Run::ScaleInVictim(const Fleet& f, int64_t now) const {
-  const ClusterState& c = replay_->cluster();
-  size_t best = f.running.size() - 1;
-  double best_key = 0;
-  for (size_t i = f.running.size(); i-- > 0;) {
-    const JobId id = f.running[i];
-    const bool serving = f.ready_at.at(id) <= now;
-    double key = serving ? 1e9 : 0;  // lower = ended first
-    if (serving && policy_ == ColocatePolicy::kTidal) {
-      if (const Placement* p = c.FindAllocation(id); p && !p->assignments.empty()) {
-        const NodeAssignment& a = p->assignments[0];
-        key = !a.mig.empty() ? c.mig_device(a.node, a.mig[0].gpu)->BusyCompute() : -c.free_whole_gpus(a.node);
-      }
-    }
-    if (i == f.running.size() - 1 || key < best_key) best = i, best_key = key;
-  }
-  return best;
+  return ChooseScaleInVictim(f.running, f.ready_at, now, replay_->cluster(), policy_ == ColocatePolicy::kTidal);
 }
 
 // Replica targets for the minute starting at offset_s, and the scaling.
@@ -385,6 +366,25 @@ Result<ColocateRow> Run::Go(const std::function<void(const ColocateProgress&)>& 
 }
 
 }  // namespace
+
+size_t ChooseScaleInVictim(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at, int64_t now,
+                           const ClusterState& c, bool emptiest_first) {
+  size_t best = running.size() - 1;
+  double best_key = 0;
+  for (size_t i = running.size(); i-- > 0;) {
+    const JobId id = running[i];
+    const bool serving = ready_at.at(id) <= now;
+    double key = serving ? 1e9 : 0;  // lower = ended first
+    if (serving && emptiest_first) {
+      if (const Placement* p = c.FindAllocation(id); p && !p->assignments.empty()) {
+        const NodeAssignment& a = p->assignments[0];
+        key = !a.mig.empty() ? c.mig_device(a.node, a.mig[0].gpu)->BusyCompute() : -c.free_whole_gpus(a.node);
+      }
+    }
+    if (i == running.size() - 1 || key < best_key) best = i, best_key = key;
+  }
+  return best;
+}
 
 Result<ColocateResult> RunColocate(const ColocateConfig& config, const std::function<void(const ColocateProgress&)>& progress) {
   if (config.days <= 0 || config.days > 366) return MakeError(ErrorCode::kInvalidArgument, "colocate: days must be in [1, 366]");

@@ -40,6 +40,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -136,6 +137,15 @@ struct ColocateProgress {
   std::string policy;
   int64_t minute = 0, minutes = 0;
 };
+
+// Which replica a scale-in ends, an index into `running` (start order). Like
+// Kubernetes' ReplicaSet scale-down, one not serving yet (ready_at > now)
+// goes first, then the newest; with emptiest_first (tidal), among serving
+// ones the replica whose GPU holds the fewest busy MIG compute slices, or
+// whose node has the most free whole GPUs, so that GPUs drain and return
+// to training whole. Ties go to the newest.
+size_t ChooseScaleInVictim(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at, int64_t now,
+                           const ClusterState& cluster, bool emptiest_first);
 
 Result<ColocateResult> RunColocate(const ColocateConfig& config, const std::function<void(const ColocateProgress&)>& progress = {});
 nlohmann::json ColocateJson(const ColocateResult& r);

@@ -164,3 +164,45 @@ TEST_F(ColocateHand, SameInputSameOutput) {
 
 }  // namespace
 }  // namespace tidal::sim
+
+namespace tidal::sim {
+namespace {
+
+// ChooseScaleInVictim on a hand-made state: n0 has two H100 in MIG mode —
+// GPU 0 holds job 1 (3g@0) and job 2 (2g@4), 5 busy slices; GPU 1 holds job 3
+// (1g@6), 1 busy slice. Whole-GPU replicas: job 4 (2 GPUs) on n1, which has 6
+// free; job 5 (2 GPUs) on n2, which has 2 free (a training job holds 4).
+TEST(ScaleIn, NotServingFirstThenNewestOrEmptiest) {
+  ClusterState c = *ClusterState::Build({{"n0", 64000, 1 << 20, 2, "H100"}, {"n1", 64000, 1 << 20, 8, "H100"}, {"n2", 64000, 1 << 20, 8, "H100"}});
+  const mig::Geometry& g = *mig::FindGeometry("H100");
+  auto mig = [&](int32_t gpu, const char* p, int32_t start) {
+    NodeAssignment a;
+    a.node = 0;
+    a.mig = {{gpu, g.FindProfile(p), start}};
+    return Placement{{a}};
+  };
+  ASSERT_TRUE(c.Bind(1, mig(0, "3g.40gb", 0)));
+  ASSERT_TRUE(c.Bind(2, mig(0, "2g.20gb", 4)));
+  ASSERT_TRUE(c.Bind(3, mig(1, "1g.10gb", 6)));
+  ASSERT_TRUE(c.Bind(4, Placement{{{1, 0, 0, {0, 1}, {1000, 1000}}}}));
+  ASSERT_TRUE(c.Bind(5, Placement{{{2, 0, 0, {0, 1}, {1000, 1000}}}}));
+  ASSERT_TRUE(c.Bind(6, Placement{{{2, 0, 0, {2, 3, 4, 5}, {1000, 1000, 1000, 1000}}}}));
+  const int64_t now = 1000;
+  std::unordered_map<JobId, int64_t> ready = {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}};
+  const std::vector<JobId> migs = {3, 1, 2};  // start order: 2 is the newest
+  EXPECT_EQ(ChooseScaleInVictim(migs, ready, now, c, false), 2u);  // newest
+  EXPECT_EQ(ChooseScaleInVictim(migs, ready, now, c, true), 0u);   // job 3: its GPU has 1 busy slice
+  ready[1] = now + 1;                                              // job 1 not serving yet
+  EXPECT_EQ(ChooseScaleInVictim(migs, ready, now, c, false), 1u);
+  EXPECT_EQ(ChooseScaleInVictim(migs, ready, now, c, true), 1u);
+  ready[1] = now;                                                  // serving from now on
+  EXPECT_EQ(ChooseScaleInVictim(migs, ready, now, c, true), 0u);
+  EXPECT_EQ(ChooseScaleInVictim({1, 2}, ready, now, c, true), 1u);  // a tie: the newest
+  const std::vector<JobId> whole = {4, 5};
+  EXPECT_EQ(ChooseScaleInVictim(whole, ready, now, c, false), 1u);
+  EXPECT_EQ(ChooseScaleInVictim(whole, ready, now, c, true), 0u);  // n1 has 6 free, n2 2
+  EXPECT_EQ(ChooseScaleInVictim({5, 4}, ready, now, c, true), 1u);
+}
+
+}  // namespace
+}  // namespace tidal::sim
