@@ -57,6 +57,24 @@ Status ReadInts(const YAML::Node& m, const std::string& key, const std::string& 
 
 }  // namespace
 
+Result<ColocatePolicy> ParseColocatePolicy(std::string_view name) {
+  if (name == "static") return ColocatePolicy::kStatic;
+  if (name == "lyra") return ColocatePolicy::kLyra;
+  if (name == "reactive") return ColocatePolicy::kReactive;
+  if (name == "tidal") return ColocatePolicy::kTidal;
+  return MakeError(ErrorCode::kInvalidArgument, "unknown co-location policy '{}'; choose static, lyra, reactive or tidal", name);
+}
+
+std::string_view ColocatePolicyName(ColocatePolicy p) {
+  switch (p) {
+    case ColocatePolicy::kStatic: return "static";
+    case ColocatePolicy::kLyra: return "lyra";
+    case ColocatePolicy::kReactive: return "reactive";
+    case ColocatePolicy::kTidal: return "tidal";
+  }
+  return "?";
+}
+
 Result<ColocateConfig> ReadColocateConfig(const std::string& path) {
   TIDAL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   YAML::Node doc;
