@@ -206,3 +206,32 @@ TEST(ScaleIn, NotServingFirstThenNewestOrEmptiest) {
 
 }  // namespace
 }  // namespace tidal::sim
+
+namespace tidal::sim {
+namespace {
+
+// Training arrivals between minute ticks arrive at their own second: a job
+// due 90 s in starts then (not at the 60 s tick), with nothing queued.
+TEST(ColocateArrivals, JobsArriveAtTheirOwnSecond) {
+  ColocateConfig c = Hand();
+  c.services[0].demand.rate.assign(1440, 0.0);
+  c.training.resize(1);
+  Job late = c.training[0];
+  late.id = 2;
+  late.name = "late";
+  late.num_gpu = 1;
+  late.submit_time_s = kT0 + 90;
+  late.duration_s = 1000;
+  c.training.push_back(late);
+  c.policies = {ColocatePolicy::kStatic};
+  c.days = 1;
+  auto r = RunColocate(c);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->rows[0].training_started, 2);
+  EXPECT_DOUBLE_EQ(r->rows[0].training_queue_delay_s, 0.0);
+  // 8 GPUs for the day, 1 GPU for 1000 s.
+  EXPECT_DOUBLE_EQ(r->rows[0].training_gpu_hours, 8 * 24 + 1000 / 3600.0);
+}
+
+}  // namespace
+}  // namespace tidal::sim
