@@ -213,6 +213,18 @@ TEST(Autoscaler, StepsOfStepReplicas) {
   EXPECT_EQ(Decisions({1000}, cfg)[0], 11);
 }
 
+// goodput 1, no cool-down, no minimum: the margin tests' autoscaler.
+AutoscalerConfig MarginConfig(int64_t lead_s, double headroom, double q) {
+  AutoscalerConfig cfg;
+  cfg.goodput_rps = 1;
+  cfg.headroom = headroom;
+  cfg.min_replicas = 0;
+  cfg.lead_s = lead_s;
+  cfg.cooldown_s = 0;
+  cfg.error_quantile = q;
+  return cfg;
+}
+
 // error_quantile: lead one step, no day of history (forecast = last value),
 // goodput 1, headroom 0.1, no cool-down.
 //  t=0   obs 10: no ratio yet, margin 1; forecast for 60 = 10 -> ceil(11) = 11.
@@ -222,14 +234,7 @@ TEST(Autoscaler, StepsOfStepReplicas) {
 //        -> 1.2 -> 16; q 0.5 -> rank 1 -> 1.0 -> 14.
 TEST(Autoscaler, ErrorQuantileMarginByHand) {
   for (const auto& [q, last] : std::vector<std::pair<double, int>>{{0.9, 16}, {0.5, 14}}) {
-    AutoscalerConfig cfg;
-    cfg.goodput_rps = 1;
-    cfg.headroom = 0.1;
-    cfg.min_replicas = 0;
-    cfg.lead_s = 60;
-    cfg.cooldown_s = 0;
-    cfg.error_quantile = q;
-    auto a = Autoscaler::Create(cfg, 60);
+    auto a = Autoscaler::Create(MarginConfig(60, 0.1, q), 60);
     ASSERT_TRUE(a);
     EXPECT_EQ(*a->Step(0, 10), 11);
     EXPECT_DOUBLE_EQ(a->last_margin(), 1.0);
@@ -240,13 +245,7 @@ TEST(Autoscaler, ErrorQuantileMarginByHand) {
   }
   // Capped: the same run with error_margin_max 1.1 -> 12 x 1.1 = 13.2 ->
   // ceil(14.52) = 15 at t=60.
-  AutoscalerConfig capped;
-  capped.goodput_rps = 1;
-  capped.headroom = 0.1;
-  capped.min_replicas = 0;
-  capped.lead_s = 60;
-  capped.cooldown_s = 0;
-  capped.error_quantile = 0.9;
+  AutoscalerConfig capped = MarginConfig(60, 0.1, 0.9);
   capped.error_margin_max = 1.1;
   auto c = Autoscaler::Create(capped, 60);
   ASSERT_TRUE(c);
@@ -266,13 +265,7 @@ TEST(Autoscaler, ErrorQuantileMarginByHand) {
 //        ratio 2 (the point error would be 10 / 10 = 1); margin 2; forecast
 //        10 x 2 = 20 -> 20.
 TEST(Autoscaler, ErrorOfTheWindowMaxByHand) {
-  AutoscalerConfig cfg;
-  cfg.goodput_rps = 1;
-  cfg.headroom = 0;
-  cfg.min_replicas = 0;
-  cfg.lead_s = 120;
-  cfg.cooldown_s = 0;
-  cfg.error_quantile = 1;
+  AutoscalerConfig cfg = MarginConfig(120, 0, 1);
   cfg.error_of_window_max = true;
   auto a = Autoscaler::Create(cfg, 60);
   ASSERT_TRUE(a);

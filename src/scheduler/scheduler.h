@@ -58,9 +58,7 @@ class Scheduler {
   void set_reserved_nodes(std::span<const uint8_t> nodes) { reserved_ = nodes; }
   // CycleContext::no_defer for the next cycles, until cleared.
   void set_no_defer(bool v) { no_defer_ = v; }
-  // MIG layouts (ClusterState::SetMigLayout / DisableMig): the co-location
-  // driver re-partitions and returns idle MIG GPUs to the whole-GPU pool.
-  Status SetMigLayout(NodeId n, int32_t gpu, const mig::Layout& layout) { return cluster_.SetMigLayout(n, gpu, layout); }
+  // Returns an idle MIG GPU to the whole-GPU pool (ClusterState::DisableMig).
   Status DisableMig(NodeId n, int32_t gpu) { return cluster_.DisableMig(n, gpu); }
   // Attaches a topology to the cluster; only before anything is bound.
   Status AttachTopology(std::shared_ptr<const topo::Topology> t) { return cluster_.AttachTopology(std::move(t)); }

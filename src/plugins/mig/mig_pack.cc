@@ -24,6 +24,8 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
   NodeId idle_node = -1;
   int32_t idle_gpu = -1;
   const mig::Geometry* idle_geometry = nullptr;
+  const mig::Geometry* mix_geometry = nullptr;
+  mig::RequestMix mix;
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
     if (c.gpu_count(n) == 0 || !pod.gpu_spec.Allows(c.gpu_model(n))) continue;
     if (c.cpu_free(n) < j.cpu_milli || c.memory_free(n) < j.memory_mib) continue;
@@ -31,8 +33,8 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
     if (!g) continue;
     const int profile = g->FindProfile(j.mig_profile);
     if (profile < 0) continue;
-    mig::RequestMix mix;
-    if (policy_ == MigPackPolicy::kFragAware) {
+    if (policy_ == MigPackPolicy::kFragAware && g != mix_geometry) {  // the mix, once per GPU model
+      mix_geometry = g;
       mix.weight.assign(g->profiles.size(), 1.0);
       for (size_t k = 0; k < g->profiles.size(); ++k)
         if (auto it = bound_.find(g->profiles[k].name); it != bound_.end()) mix.weight[k] += static_cast<double>(it->second);
