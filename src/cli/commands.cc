@@ -12,6 +12,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterSimCommands(app);
   RegisterTopoCommands(app);
   RegisterMarketCommands(app);
+  RegisterServeCommands(app);
 #ifdef TIDAL_HAVE_ISOLATION
   RegisterCgroupCommand(app);
 #endif

@@ -20,6 +20,8 @@ void RegisterMfuCommand(CLI::App& app);
 void RegisterTopoCommands(CLI::App& app);
 void RegisterMarketCommands(CLI::App& app);
 void RegisterCgroupCommand(CLI::App& app);
+// `tidal serve` and `tidal token` (serve_cmd.cc).
+void RegisterServeCommands(CLI::App& app);
 
 void SetExitCode(int code);
 int ExitCode();

@@ -117,6 +117,28 @@ Status JobQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolvable
   return Ok();
 }
 
+Status JobQueue::Withdraw(JobId job) {
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if (it->job->id != job) continue;
+    // A new head gets a fresh reservation in the next pass (Backfill sees
+    // the head's seq change); capacity did not change, so unfit_ stays.
+    Remove(it);
+    return Ok();
+  }
+  return MakeError(ErrorCode::kNotFound, "job {} is not waiting in the queue; a running job is ended, not withdrawn", job);
+}
+
+Status JobQueue::CutRun(JobId job, int64_t now) {
+  auto it = running_jobs_.find(job);
+  if (it == running_jobs_.end()) return MakeError(ErrorCode::kNotFound, "job {} is not running; its run cannot end early", job);
+  if (now < it->second.start) {
+    return MakeError(ErrorCode::kInvalidArgument, "job {} started at {}; its run cannot end before that ({})", job,
+                     it->second.start, now);
+  }
+  it->second.end = std::min(it->second.end, now);
+  return Ok();
+}
+
 Status JobQueue::Finish(const Job& job) {
   auto it = running_jobs_.find(job.id);
   if (it == running_jobs_.end()) {

@@ -130,6 +130,13 @@ class WorkQueue {
   virtual ~WorkQueue() = default;
   virtual Status Push(const Job& job, std::vector<UnresolvableJob>& unresolvable) = 0;
   virtual Status Finish(const Job& job) = 0;
+  // A waiting job leaves the queue without running (cancelled by its
+  // owner); kNotFound when it is not waiting (it runs: end its run instead).
+  virtual Status Withdraw(JobId job) = 0;
+  // A running job's current run ends at `now` (>= its start), before its
+  // planned end (cancelled while running): what the queue accounts for the
+  // run stops there. Finish must follow at `now`.
+  virtual Status CutRun(JobId job, int64_t now) = 0;
   using RunTime = std::function<int64_t(const Job&, const Placement&)>;
   virtual void SetRunTime(RunTime run_time) = 0;
   virtual Result<QueuePass> Schedule(int64_t now) = 0;
@@ -179,6 +186,8 @@ class JobQueue : public WorkQueue {
 
   // The running job ended: frees its capacity.
   Status Finish(const Job& job) override;
+  Status Withdraw(JobId job) override;
+  Status CutRun(JobId job, int64_t now) override;
 
   // How long a job runs on the placement it got (default: its duration_s).
   // The simulator stretches multi-GPU jobs by their placement slowdown.

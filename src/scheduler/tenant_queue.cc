@@ -257,6 +257,35 @@ void TenantQueue::Account(Entry& e, int sign) {
   meter_->AddRate(e.tenant, sign * static_cast<double>(e.request.job->TotalGpuMilli()) / kMilliPerGpu);
 }
 
+Status TenantQueue::Withdraw(JobId job) {
+  auto it = entries_.find(job);
+  if (it == entries_.end() || it->second.running) {
+    return MakeError(ErrorCode::kNotFound, "job {} is not waiting in the queue; a running job is ended, not withdrawn", job);
+  }
+  Entry* e = &it->second;
+  std::erase(waiting_, e);
+  RemoveShape(*e);
+  if (head_ == e->job) {
+    head_ = nullptr;
+    head_reservation_ = kNoReservation;
+  }
+  entries_.erase(it);
+  return Ok();
+}
+
+Status TenantQueue::CutRun(JobId job, int64_t now) {
+  auto it = entries_.find(job);
+  if (it == entries_.end() || !it->second.running) {
+    return MakeError(ErrorCode::kNotFound, "job {} is not running; its run cannot end early", job);
+  }
+  Entry& e = it->second;
+  if (now < e.start_s) {
+    return MakeError(ErrorCode::kInvalidArgument, "job {} started at {}; its run cannot end before that ({})", job, e.start_s, now);
+  }
+  e.end_s = std::min(e.end_s, now);
+  return Ok();
+}
+
 Status TenantQueue::Finish(const Job& job) {
   auto it = entries_.find(job.id);
   if (it == entries_.end() || !it->second.running) {

@@ -119,6 +119,8 @@ class TenantQueue : public WorkQueue {
 
   Status Push(const Job& job, std::vector<UnresolvableJob>& unresolvable) override;
   Status Finish(const Job& job) override;
+  Status Withdraw(JobId job) override;
+  Status CutRun(JobId job, int64_t now) override;
   void SetRunTime(RunTime run_time) override { run_time_ = std::move(run_time); }
   Result<QueuePass> Schedule(int64_t now) override;
   size_t waiting() const override { return waiting_.size(); }

@@ -92,6 +92,17 @@ Status Replay::EndNow(JobId job, int64_t now) {
   return Ok();
 }
 
+Status Replay::Cancel(JobId job, int64_t now) {
+  if (!live_.contains(job)) return MakeError(ErrorCode::kNotFound, "job {} is neither waiting nor running", job);
+  if (current_end_.contains(job)) {
+    TIDAL_RETURN_IF_ERROR(queue_->CutRun(job, now));
+    return EndNow(job, now);
+  }
+  TIDAL_RETURN_IF_ERROR(queue_->Withdraw(job));
+  live_.erase(job);
+  return Ok();
+}
+
 Status Replay::Arrive(const Job& job, std::vector<UnresolvableJob>& rejected) {
   const size_t before = rejected.size();
   TIDAL_RETURN_IF_ERROR(queue_->Push(job, rejected));

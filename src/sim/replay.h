@@ -74,6 +74,10 @@ class Replay {
   // Ends a running job's run at `now` (a reclaimed zombie): its finish comes
   // in FinishesAt(now), which must follow.
   Status EndNow(JobId job, int64_t now);
+  // The job's owner cancels it at `now`: a waiting one leaves the queue at
+  // once; a running one ends its run now (its finish comes in
+  // FinishesAt(now), which must follow). kNotFound when it is not live.
+  Status Cancel(JobId job, int64_t now);
   // Returns every GPU in MIG mode whose instances no job holds to the
   // whole-GPU pool (ClusterState::DisableMig); how many it returned.
   Result<int64_t> ReleaseIdleMig();

@@ -51,6 +51,28 @@ Result<int64_t> ForwardStart(const Replay& replay, JobId job, std::vector<Job> j
   }
 }
 
+Result<std::map<JobId, int64_t>> ForwardStarts(const Replay& replay, std::vector<Job> jobs, std::vector<Job> arrivals) {
+  TIDAL_ASSIGN_OR_RETURN(std::unique_ptr<Replay> fork, replay.Fork(std::move(jobs)));
+  std::map<JobId, int64_t> starts;
+  std::vector<UnresolvableJob> rejected;
+  for (const Job& a : arrivals) {
+    if (fork->live().contains(a.id)) return MakeError(ErrorCode::kInvalidArgument, "a what-if job reuses the live job id {}", a.id);
+    TIDAL_RETURN_IF_ERROR(fork->Arrive(a, rejected));  // `arrivals` outlives the fork's run
+  }
+  std::vector<const Job*> finished;
+  int64_t now = fork->now();
+  for (;;) {
+    TIDAL_ASSIGN_OR_RETURN(QueuePass pass, fork->Pass(now));
+    for (const Job* j : pass.started) starts.try_emplace(j->id, now);
+    if (fork->queue().waiting() == 0) break;
+    now = fork->NextBatch(kNoReservation);
+    if (now == kNoReservation) break;
+    finished.clear();
+    TIDAL_RETURN_IF_ERROR(fork->FinishesAt(now, finished));
+  }
+  return starts;
+}
+
 Result<StartEstimate> EstimateStart(const Replay& replay, JobId job, const StartEstimateOptions& options) {
   const bool exact = options.f <= 1;
   const int k = exact ? 1 : std::max(1, options.samples);

@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string_view>
 #include <vector>
 
@@ -71,5 +72,13 @@ Result<StartEstimate> EstimateStart(const Replay& replay, JobId job, const Start
 // times as given) and runs it until `job` starts; its start, or -1 if it
 // is rejected or nothing is left to run.
 Result<int64_t> ForwardStart(const Replay& replay, JobId job, std::vector<Job> jobs);
+
+// A what-if (the daemon's POST /v1/simulate): forks `replay` with `jobs`
+// (copies of its live jobs, run times as given), lets `arrivals` arrive at
+// the replay's now, and runs forward with no other arrivals until every
+// waiting job has started or nothing is left to run. Returns the first
+// start of every job that started in the fork (arrivals included); jobs
+// that never start are absent.
+Result<std::map<JobId, int64_t>> ForwardStarts(const Replay& replay, std::vector<Job> jobs, std::vector<Job> arrivals);
 
 }  // namespace tidal::sim

@@ -59,8 +59,59 @@ CREATE TABLE ledger_holds (
 CREATE INDEX ledger_holds_open ON ledger_holds(state, expires_us);
 )sql";
 
+// Migration 2: the daemon (src/server, docs/server.md). Jobs as the API
+// accepted them and as the scheduler moved them (arrived_at and cancel_at
+// are the scheduler's inputs: a restart replays them), API tokens (only
+// SHA-256 hashes of their secrets), the audit log of every state-changing
+// call, and the daemon's own settings (its clock, its config's digest).
+constexpr std::string_view kMigration2Daemon = R"sql(
+CREATE TABLE jobs (
+  id BIGINT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  name TEXT NOT NULL,
+  source TEXT NOT NULL,
+  spec TEXT NOT NULL,
+  spec_hash TEXT NOT NULL,
+  idempotency_key TEXT,
+  submitted_at BIGINT NOT NULL,
+  submitted_by TEXT NOT NULL,
+  arrived_at BIGINT,
+  cancel_requested BIGINT NOT NULL,
+  cancel_at BIGINT,
+  state TEXT NOT NULL,
+  started_at BIGINT,
+  ended_at BIGINT,
+  placement TEXT NOT NULL,
+  preemptions BIGINT NOT NULL,
+  reason TEXT NOT NULL);
+CREATE UNIQUE INDEX jobs_idempotency ON jobs(tenant, idempotency_key);
+CREATE INDEX jobs_tenant ON jobs(tenant, id);
+CREATE INDEX jobs_state ON jobs(state, id);
+CREATE INDEX jobs_arrived ON jobs(arrived_at, id);
+CREATE TABLE api_tokens (
+  id TEXT PRIMARY KEY,
+  hash TEXT NOT NULL UNIQUE,
+  role TEXT NOT NULL,
+  tenant TEXT NOT NULL,
+  name TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  created_by TEXT NOT NULL,
+  revoked_at BIGINT);
+CREATE TABLE audit_log (
+  seq BIGINT PRIMARY KEY,
+  at BIGINT NOT NULL,
+  token TEXT NOT NULL,
+  role TEXT NOT NULL,
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  status BIGINT NOT NULL,
+  object TEXT NOT NULL);
+CREATE TABLE daemon_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {.version = 1, .name = "ledger", .sql = kMigration1Ledger},
+    {.version = 2, .name = "daemon", .sql = kMigration2Daemon},
 };
 
 // ============================================================================

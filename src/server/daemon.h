@@ -1,0 +1,182 @@
+// The daemon's core (docs/server.md): the simulator's own Replay — the same
+// Scheduler, placer plugins and tenant queue — driven by a wall clock
+// instead of a trace's virtual one, with jobs from the API next to the
+// embedded cluster's replayed trace, and every input kept in the store.
+//
+// Durability and restart. The scheduler is deterministic given its inputs:
+// the config (its digest is in the store), the trace, and per API job the
+// batch time a cycle first saw it (arrived_at) and the one its cancel took
+// effect (cancel_at). A submission is written (with its audit entry) before
+// it is acknowledged; a scheduling step writes its batches' inputs and the
+// resulting job states in one transaction and only then publishes the
+// snapshot reads come from. On start the daemon replays the stored inputs
+// through a fresh Replay up to now, so after kill -9 it reaches the state
+// it had (the embedded cluster's binder is that replay: nothing can be bound
+// twice), rewrites any job state the crash kept from the store, and takes up
+// jobs accepted but never seen by a cycle.
+//
+// Batches. Each batch at time t runs, in order: the finishes at t, the trace
+// arrivals at t, the API arrivals (by id), the cancels (by id), then one
+// scheduling pass. API jobs and cancels are taken at max(now, last batch +
+// 1), never into a batch that already ran, so a replay cuts the same batches.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "server/api_error.h"
+#include "server/auth.h"
+#include "server/daemon_config.h"
+#include "server/group_commit.h"
+#include "server/job_request.h"
+#include "server/metrics.h"
+#include "server/snapshot.h"
+#include "market/pricing.h"
+#include "sim/metrics.h"
+#include "sim/placement_cost.h"
+#include "sim/replay.h"
+#include "store/store.h"
+
+namespace tidal::server {
+
+// Seconds since the Unix epoch, as a double (tests pass a manual clock).
+using WallClock = std::function<double()>;
+WallClock SystemWallClock();
+
+struct Audit {
+  const Principal* by = nullptr;
+  std::string method, path;
+};
+
+struct JobFilter {
+  std::string tenant, state;
+  int64_t limit = 100;
+  JobId before = 0;  // page token: ids below this (0 = from the newest)
+};
+
+struct JobPage {
+  std::vector<JobView> jobs;
+  JobId next_before = 0;  // 0 = last page
+};
+
+class Daemon {
+ public:
+  // Opens the daemon's state in `store`: first start records the epoch and
+  // the config digest; a restart replays the stored inputs up to now.
+  static Result<std::unique_ptr<Daemon>> Open(DaemonConfig config, store::Store& store, WallClock wall);
+  ~Daemon();
+
+  // Runs scheduling steps on a thread of its own until Stop.
+  void Start();
+  void Stop();
+  // One step: the batches due by now, then the API's inputs; writes and
+  // publishes. The thread calls it; tests without the thread call it.
+  Status Step();
+
+  int64_t Now() const;
+  const DaemonConfig& config() const { return config_; }
+  store::Store& store() { return store_; }
+  std::shared_ptr<const Snapshot> snapshot() const;
+  Metrics& metrics() { return metrics_; }
+  // Jobs whose stored state the restart's replay changed (0 after a clean stop).
+  int64_t reconciled() const { return reconciled_; }
+  // "" while the last step's write succeeded, else what failed.
+  std::string last_error() const;
+
+  // --- The API's calls (thread-safe) ---------------------------------------
+  struct Submitted {
+    JobView job;
+    bool created = true;  // false: an earlier submission with the same idempotency key
+  };
+  ApiResult<Submitted> Submit(SubmitRequest r, const Principal& by, const Audit& audit);
+  ApiResult<JobView> Cancel(JobId id, const Principal& by, const Audit& audit);
+  ApiResult<JobView> GetJob(JobId id, const Principal& by);
+  ApiResult<JobPage> ListJobs(const JobFilter& f, const Principal& by);
+  ApiResult<nlohmann::json> Explain(JobId id, const Principal& by);
+  ApiResult<nlohmann::json> Simulate(const std::vector<SubmitRequest>& submit, const Principal& by);
+  ApiResult<std::vector<TenantView>> Tenants(const Principal& by);
+
+ private:
+  struct Rec {
+    std::unique_ptr<Job> job;
+    JobView view;
+    std::optional<int64_t> arrived_at, cancel_at;
+    std::string spec;  // the canonical request (the row's spec)
+  };
+
+  Daemon(DaemonConfig config, store::Store& store, WallClock wall);
+  Status Init();
+  Status CatchUp(std::vector<Rec> api_jobs);
+  // The batch at t (> every earlier batch): see the header.
+  Status RunBatch(int64_t t, std::vector<Rec> arrivals, std::vector<JobId> cancels);
+  // Runs the batches strictly before t (bound: inclusive when `inclusive`).
+  Status AdvanceTo(int64_t t, bool inclusive);
+  int64_t NextTraceArrival() const;
+  Status Flush();
+  void Publish();
+  void RefreshReasons();
+  Result<Rec> RecFromRow(const store::Row& row);
+  ApiResult<void> CheckSubmit(SubmitRequest& r, const Principal& by) const;
+  // Runs fn on the scheduling thread (or here, when it does not run).
+  ApiResult<nlohmann::json> OnScheduler(const std::function<ApiResult<nlohmann::json>()>& fn);
+  Result<std::optional<JobView>> LoadJob(JobId id);
+  void Loop();
+  void Ended(Rec& r, std::string state, int64_t t);
+  std::string TierOf(const std::string& tenant) const;
+  Result<nlohmann::json> ExplainNow(JobId id);
+  Result<nlohmann::json> SimulateNow(const std::vector<SubmitRequest>& submit, const Principal& by);
+
+  DaemonConfig config_;
+  store::Store& store_;
+  WallClock wall_;
+  int64_t epoch_wall_ = 0;  // wall second of the first start; the daemon clock starts there
+  std::unique_ptr<sim::PlannerPlacementCost> cost_;
+  std::unique_ptr<sim::Replay> replay_;
+  size_t trace_next_ = 0;
+  int64_t last_batch_ = -1;
+  uint64_t batches_ = 0;
+  int32_t largest_host_gpus_ = 0;
+  std::unordered_map<JobId, Rec> recs_;  // every job that arrived
+  std::deque<JobId> ended_;              // the most recent ends, oldest first
+  std::set<JobId> dirty_;
+  sim::StrandedTracker stranded_;
+  std::optional<market::MarketPrices> prices_;  // with a market config: one pool per GPU model
+  Status ObservePrices(int64_t t);
+  std::unordered_map<JobId, std::string> reasons_;  // pending job -> its first blocking cause
+  double reasons_at_ = -1e18;
+  bool catching_up_ = false;
+  int64_t reconciled_ = 0;
+
+  GroupCommit commit_;
+  std::atomic<JobId> next_api_id_{1};
+
+  mutable std::mutex mu_;  // the inbox, accepted jobs, tasks, snapshot
+  std::condition_variable cv_;
+  std::vector<Rec> inbox_jobs_;
+  std::vector<JobId> inbox_cancels_;
+  std::unordered_map<JobId, JobView> accepted_;
+  std::deque<std::function<void()>> tasks_;
+  std::shared_ptr<const Snapshot> snapshot_;
+  bool stop_ = false;
+  std::thread thread_;
+  std::thread::id scheduler_thread_;
+
+  std::string last_error_;  // under mu_
+
+  Metrics metrics_;
+};
+
+}  // namespace tidal::server

@@ -1,0 +1,521 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "market/ledger.h"
+#include "market/market_config.h"
+#include "server/job_rows.h"
+
+namespace tidal::server {
+namespace {
+
+using httplib::Request;
+using httplib::Response;
+using json = nlohmann::json;
+
+void Reply(Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void Fail(Response& res, const ApiError& e) {
+  res.status = e.status;
+  if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer realm=\"tidal\"");
+  res.set_content(ErrorBody(e), "application/json");
+}
+
+const char* DefaultCode(int status) {
+  switch (status) {
+    case 400: return "invalid_argument";
+    case 401: return "unauthenticated";
+    case 403: return "permission_denied";
+    case 404: return "not_found";
+    case 405: return "method_not_allowed";
+    case 409: return "conflict";
+    case 413: return "payload_too_large";
+    case 415: return "unsupported_media_type";
+    case 503: return "unavailable";
+    default: return status >= 500 ? "internal" : "invalid_argument";
+  }
+}
+
+// Query parameters: only `known` ones, each at most once.
+ApiResult<void> OnlyParams(const Request& req, std::initializer_list<std::string_view> known) {
+  std::set<std::string> seen;
+  for (const auto& [k, v] : req.params) {
+    bool ok = false;
+    for (std::string_view n : known) ok = ok || n == k;
+    if (!ok) return std::unexpected(BadRequest(fmt::format("unknown query parameter '{}'", k), k));
+    if (!seen.insert(k).second) return std::unexpected(BadRequest(fmt::format("query parameter '{}' is given twice", k), k));
+  }
+  return {};
+}
+
+ApiResult<int64_t> IntParam(const Request& req, const std::string& name, int64_t dflt, int64_t min, int64_t max) {
+  if (!req.has_param(name)) return dflt;
+  const std::string v = req.get_param_value(name);
+  int64_t out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size() || out < min || out > max) {
+    return std::unexpected(BadRequest(fmt::format("query parameter '{}' must be an integer from {} to {}", name, min, max), name));
+  }
+  return out;
+}
+
+// The page token of a list: "b<id>" (ids below <id>).
+ApiResult<int64_t> PageToken(const Request& req) {
+  if (!req.has_param("page_token")) return 0;
+  const std::string v = req.get_param_value("page_token");
+  int64_t id = 0;
+  if (v.size() < 2 || v[0] != 'b' || std::from_chars(v.data() + 1, v.data() + v.size(), id).ec != std::errc() || id <= 0) {
+    return std::unexpected(BadRequest("page_token is not one this server gave out; start again without it", "page_token"));
+  }
+  return id;
+}
+
+std::string Credits(market::Micros m) { return market::FormatCredits(m); }
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Daemon& d;
+  TokenStore& tokens;
+  HttpOptions o;
+  httplib::Server svr;
+  int port = 0;
+  std::optional<market::Ledger> ledger;
+
+  Impl(Daemon& daemon, TokenStore& t, HttpOptions options) : d(daemon), tokens(t), o(std::move(options)) {}
+
+  int64_t Wall() const { return static_cast<int64_t>(std::time(nullptr)); }
+
+  ApiResult<Principal> Auth(const Request& req) {
+    const std::string h = req.get_header_value("Authorization");
+    if (h.empty()) return std::unexpected(Unauthenticated("this endpoint needs 'Authorization: Bearer <token>'"));
+    if (!h.starts_with("Bearer ")) return std::unexpected(Unauthenticated("the Authorization header must read 'Bearer <token>'"));
+    auto p = tokens.Authenticate(std::string_view(h).substr(7), Wall());
+    if (!p) {
+      if (p.error().code == ErrorCode::kNotFound) return std::unexpected(Unauthenticated("the token is unknown, revoked or malformed"));
+      return std::unexpected(FromError(p.error()));
+    }
+    return *p;
+  }
+
+  // A handler that needs a token; exceptions become 500s.
+  using Handler = std::function<void(const Request&, Response&, const Principal&)>;
+  httplib::Server::Handler Authed(Handler h) {
+    return [this, h = std::move(h)](const Request& req, Response& res) {
+      try {
+        auto p = Auth(req);
+        if (!p) return Fail(res, p.error());
+        h(req, res, *p);
+        if (res.status >= 400 && req.method != "GET") {
+          // Refused state-changing calls are audited too (accepted ones in
+          // their own transaction).
+          Status s = d.store().Write([&](store::Tx& tx) {
+            return AppendAudit(tx, d.Now(), p->token_id, RoleName(p->role), req.method, req.path, res.status, "");
+          });
+          if (!s) spdlog::warn("serve: audit write failed: {}", s.error().message);
+        }
+      } catch (const std::exception& e) {
+        Fail(res, {500, "internal", fmt::format("internal error: {}", e.what()), ""});
+      }
+    };
+  }
+
+  ApiResult<json> Body(const Request& req) {
+    const std::string ct = req.get_header_value("Content-Type");
+    if (!ct.starts_with("application/json")) {
+      return std::unexpected(ApiError{415, "unsupported_media_type", "send the body as Content-Type: application/json", ""});
+    }
+    return ParseObject(req.body);
+  }
+
+  std::optional<std::string> Balance(const std::string& tenant) {
+    if (!ledger) return std::nullopt;
+    auto a = ledger->GetAccount(tenant);
+    if (!a || !*a) return std::nullopt;
+    return Credits((*a)->balance());
+  }
+
+  void Routes();
+};
+
+void HttpServer::Impl::Routes() {
+  svr.Get("/healthz", [this](const Request&, Response& res) {
+    const std::string err = d.last_error();
+    auto s = d.snapshot();
+    Reply(res, err.empty() ? 200 : 503,
+          {{"status", err.empty() ? "ok" : "degraded"}, {"error", err}, {"schema_version", d.store().schema_version()},
+           {"now", s ? s->now : 0}});
+  });
+  svr.Get("/metrics", [this](const Request&, Response& res) {
+    auto s = d.snapshot();
+    res.set_content(d.metrics().Render(s ? *s : Snapshot{}, s ? s->prices : std::vector<Price>{}, d.reconciled()),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
+  svr.Get("/v1/openapi.json", [](const Request&, Response& res) { res.set_content(OpenApiDocument(), "application/json"); });
+
+  svr.Get("/v1/whoami", Authed([](const Request&, Response& res, const Principal& p) {
+            Reply(res, 200, {{"id", p.token_id}, {"role", RoleName(p.role)}, {"tenant", p.tenant}, {"name", p.name}});
+          }));
+
+  // --- Jobs ---
+  svr.Post("/v1/jobs", Authed([this](const Request& req, Response& res, const Principal& p) {
+             auto body = Body(req);
+             if (!body) return Fail(res, body.error());
+             auto r = ParseSubmit(Fields(*body));
+             if (!r) return Fail(res, r.error());
+             const std::string header = req.get_header_value("Idempotency-Key");
+             if (!header.empty()) {
+               if (header.size() > 128) return Fail(res, BadRequest("the Idempotency-Key header has at most 128 bytes", "Idempotency-Key"));
+               if (!r->idempotency_key.empty() && r->idempotency_key != header) {
+                 return Fail(res, BadRequest("the Idempotency-Key header and the body's idempotency_key differ", "idempotency_key"));
+               }
+               r->idempotency_key = header;
+             }
+             auto s = d.Submit(std::move(*r), p, {.by = &p, .method = req.method, .path = req.path});
+             if (!s) return Fail(res, s.error());
+             res.set_header("Location", fmt::format("/v1/jobs/{}", s->job.id));
+             Reply(res, s->created ? 201 : 200, s->job.ToJson());
+           }));
+  svr.Get("/v1/jobs", Authed([this](const Request& req, Response& res, const Principal& p) {
+            if (auto ok = OnlyParams(req, {"tenant", "state", "limit", "page_token"}); !ok) return Fail(res, ok.error());
+            auto limit = IntParam(req, "limit", 100, 1, 1000);
+            if (!limit) return Fail(res, limit.error());
+            auto before = PageToken(req);
+            if (!before) return Fail(res, before.error());
+            JobFilter f{.tenant = req.get_param_value("tenant"), .state = req.get_param_value("state"), .limit = *limit, .before = *before};
+            auto page = d.ListJobs(f, p);
+            if (!page) return Fail(res, page.error());
+            json jobs = json::array();
+            for (const JobView& v : page->jobs) jobs.push_back(v.ToJson());
+            Reply(res, 200, {{"jobs", jobs}, {"next_page_token", page->next_before ? fmt::format("b{}", page->next_before) : ""}});
+          }));
+  svr.Get(R"(/v1/jobs/(\d{1,18}))", Authed([this](const Request& req, Response& res, const Principal& p) {
+            auto v = d.GetJob(std::stoll(req.matches[1]), p);
+            if (!v) return Fail(res, v.error());
+            Reply(res, 200, v->ToJson());
+          }));
+  auto cancel = [this](const Request& req, Response& res, const Principal& p) {
+    auto v = d.Cancel(std::stoll(req.matches[1]), p, {.by = &p, .method = req.method, .path = req.path});
+    if (!v) return Fail(res, v.error());
+    Reply(res, 202, v->ToJson());
+  };
+  svr.Post(R"(/v1/jobs/(\d{1,18})/cancel)", Authed(cancel));
+  svr.Delete(R"(/v1/jobs/(\d{1,18}))", Authed(cancel));
+  svr.Get(R"(/v1/jobs/(\d{1,18})/explain)", Authed([this](const Request& req, Response& res, const Principal& p) {
+            auto e = d.Explain(std::stoll(req.matches[1]), p);
+            if (!e) return Fail(res, e.error());
+            Reply(res, 200, *e);
+          }));
+  svr.Post("/v1/simulate", Authed([this](const Request& req, Response& res, const Principal& p) {
+             auto body = Body(req);
+             if (!body) return Fail(res, body.error());
+             Fields f(*body);
+             if (auto ok = f.OnlyKnown({"submit"}); !ok) return Fail(res, ok.error());
+             auto list = f.ObjectList("submit", 64);
+             if (!list) return Fail(res, list.error());
+             if (list->empty()) return Fail(res, BadRequest("field 'submit' must list at least one job", "submit"));
+             std::vector<SubmitRequest> submit;
+             for (const Fields& one : *list) {
+               auto r = ParseSubmit(one);
+               if (!r) return Fail(res, r.error());
+               submit.push_back(std::move(*r));
+             }
+             auto out = d.Simulate(submit, p);
+             if (!out) return Fail(res, out.error());
+             Reply(res, 200, *out);
+           }));
+
+  // --- Tenants and the market ---
+  auto tenant_json = [this](const TenantView& t) {
+    TenantView v = t;
+    v.balance = Balance(t.name);
+    return v.ToJson();
+  };
+  svr.Get("/v1/tenants", Authed([this, tenant_json](const Request& req, Response& res, const Principal& p) {
+            if (auto ok = OnlyParams(req, {}); !ok) return Fail(res, ok.error());
+            auto ts = d.Tenants(p);
+            if (!ts) return Fail(res, ts.error());
+            json out = json::array();
+            for (const TenantView& t : *ts) out.push_back(tenant_json(t));
+            Reply(res, 200, {{"tenants", out}});
+          }));
+  svr.Get(R"(/v1/tenants/([^/]{1,128}))", Authed([this, tenant_json](const Request& req, Response& res, const Principal& p) {
+            auto ts = d.Tenants(p);
+            if (!ts) return Fail(res, ts.error());
+            for (const TenantView& t : *ts)
+              if (t.name == req.matches[1].str()) return Reply(res, 200, tenant_json(t));
+            Fail(res, NotFound(fmt::format("no tenant '{}'", req.matches[1].str())));
+          }));
+  svr.Get(R"(/v1/tenants/([^/]{1,128})/statement)", Authed([this](const Request& req, Response& res, const Principal& p) {
+            const std::string name = req.matches[1];
+            if (!CanRead(p, name)) return Fail(res, NotFound(fmt::format("no tenant '{}'", name)));
+            if (p.role == Role::kMember || (p.role == Role::kViewer && !p.tenant.empty())) {
+              return Fail(res, Forbidden("a tenant's statement is for its tenant-admin, operators and admins"));
+            }
+            auto limit = IntParam(req, "limit", 100, 1, 1000);
+            if (!limit) return Fail(res, limit.error());
+            json entries = json::array();
+            if (ledger) {
+              auto lines = ledger->Statement(name);
+              if (!lines) return Fail(res, FromError(lines.error()));
+              const size_t from = lines->size() > static_cast<size_t>(*limit) ? lines->size() - static_cast<size_t>(*limit) : 0;
+              for (size_t i = from; i < lines->size(); ++i) {
+                const market::StatementLine& l = (*lines)[i];
+                const market::Transfer& t = l.record.transfer;
+                entries.push_back({{"id", t.id},
+                                   {"seq", l.record.seq},
+                                   {"at", t.at_us / 1000000},
+                                   {"amount", Credits(l.delta < 0 ? -l.delta : l.delta)},
+                                   {"direction", l.delta < 0 ? "debit" : "credit"},
+                                   {"balance_after", Credits(l.balance)},
+                                   {"kind", t.code},
+                                   {"counterparty", t.debit == name ? t.credit : t.debit},
+                                   {"memo", t.reference}});
+              }
+            }
+            Reply(res, 200, {{"tenant", name}, {"entries", entries}});
+          }));
+  svr.Get("/v1/prices", Authed([this](const Request&, Response& res, const Principal&) {
+            auto s = d.snapshot();
+            json out = json::array();
+            if (s)
+              for (const Price& pr : s->prices)
+                out.push_back({{"gpu_model", pr.gpu_model}, {"tier", pr.tier}, {"per_gpu_hour", pr.per_gpu_hour_text}});
+            Reply(res, 200, {{"prices", out}});
+          }));
+  svr.Get("/v1/prices/history", Authed([this](const Request& req, Response& res, const Principal&) {
+            if (auto ok = OnlyParams(req, {"gpu_model", "tier"}); !ok) return Fail(res, ok.error());
+            auto tier = market::ParseTier(req.has_param("tier") ? req.get_param_value("tier") : "standard");
+            if (!tier) return Fail(res, BadRequest(tier.error().message, "tier"));
+            auto s = d.snapshot();
+            const std::string model = req.get_param_value("gpu_model");
+            json points = json::array();
+            bool found = false;
+            if (s) {
+              for (const market::PriceHistory& h : s->price_history) {
+                if (!model.empty() && h.model != model) continue;
+                found = true;
+                for (const market::Announcement& a : h.entries)
+                  points.push_back({{"at", a.effective_from_s}, {"per_gpu_hour", Credits(a.Price(*tier))}, {"gpu_model", h.model}});
+                break;
+              }
+            }
+            if (!found && s && !s->price_history.empty()) return Fail(res, NotFound(fmt::format("no price pool for GPU model '{}'", model)));
+            Reply(res, 200, {{"points", points}});
+          }));
+
+  // --- Cluster ---
+  svr.Get("/v1/cluster", Authed([this](const Request&, Response& res, const Principal&) {
+            auto s = d.snapshot();
+            if (!s) return Fail(res, {503, "unavailable", "the daemon has not finished starting", ""});
+            Reply(res, 200,
+                  {{"now", s->now}, {"speed", s->speed}, {"nodes", s->nodes}, {"gpus", s->gpus}, {"gpus_allocated", s->gpus_allocated},
+                   {"allocation_ratio", s->allocation_ratio}, {"fragmentation_ratio", s->fragmentation_ratio},
+                   {"pending_jobs", s->pending}, {"running_jobs", s->running}, {"cycles", s->batches}});
+          }));
+  svr.Get("/v1/cluster/nodes", Authed([this](const Request&, Response& res, const Principal&) {
+            auto s = d.snapshot();
+            json out = json::array();
+            if (s)
+              for (const NodeView& n : s->node_views)
+                out.push_back({{"name", n.name}, {"gpu_model", n.gpu_model}, {"gpus", n.gpus}, {"gpus_free", n.gpus_free},
+                               {"gpus_allocated", n.gpus_allocated}, {"domains", n.domains}});
+            Reply(res, 200, {{"nodes", out}});
+          }));
+  svr.Get("/v1/cluster/topology", Authed([this](const Request&, Response& res, const Principal&) {
+            auto s = d.snapshot();
+            json out = json::array();
+            if (s)
+              for (const DomainView& v : s->domains)
+                out.push_back({{"id", v.id}, {"parent", v.parent}, {"name", v.name}, {"level", v.level}, {"gpus", v.gpus},
+                               {"gpus_allocated", v.gpus_allocated}, {"gpus_fragmented", v.gpus_fragmented}});
+            Reply(res, 200, {{"levels", s ? s->levels : std::vector<std::string>{}}, {"domains", out}});
+          }));
+
+  // --- Tokens and audit ---
+  svr.Post("/v1/tokens", Authed([this](const Request& req, Response& res, const Principal& p) {
+             auto body = Body(req);
+             if (!body) return Fail(res, body.error());
+             Fields f(*body);
+             if (auto ok = f.OnlyKnown({"role", "tenant", "name"}); !ok) return Fail(res, ok.error());
+             auto role_s = f.Text("role", 32);
+             auto tenant = f.Text("tenant", 128);
+             auto name = f.Text("name", 128);
+             if (!role_s) return Fail(res, role_s.error());
+             if (!tenant) return Fail(res, tenant.error());
+             if (!name) return Fail(res, name.error());
+             if (!*role_s) return Fail(res, BadRequest("field 'role' is required", "role"));
+             auto role = ParseRole(**role_s);
+             if (!role) return Fail(res, BadRequest(role.error().message, "role"));
+             std::string t = tenant->value_or(p.role == Role::kTenantAdmin ? p.tenant : "");
+             if (!CanCreateToken(p, *role, t)) return Fail(res, Forbidden(fmt::format("a {} token may not create {} tokens for '{}'", RoleName(p.role), RoleName(*role), t)));
+             auto issued = tokens.Create(*role, t, name->value_or(""), p.token_id, Wall());
+             if (!issued) return Fail(res, FromError(issued.error()));
+             Status s = d.store().Write([&](store::Tx& tx) {
+               return AppendAudit(tx, d.Now(), p.token_id, RoleName(p.role), req.method, req.path, 201, "token/" + issued->principal.token_id);
+             });
+             if (!s) spdlog::warn("serve: audit write failed: {}", s.error().message);
+             Reply(res, 201, {{"id", issued->principal.token_id}, {"token", issued->token}, {"role", RoleName(*role)},
+                              {"tenant", issued->principal.tenant}, {"name", issued->principal.name}});
+           }));
+  svr.Get("/v1/tokens", Authed([this](const Request&, Response& res, const Principal& p) {
+            auto all = tokens.List();
+            if (!all) return Fail(res, FromError(all.error()));
+            json out = json::array();
+            for (const TokenInfo& t : *all) {
+              if (!CanManageToken(p, t.principal)) continue;
+              out.push_back({{"id", t.principal.token_id}, {"role", RoleName(t.principal.role)}, {"tenant", t.principal.tenant},
+                             {"name", t.principal.name}, {"created_at", t.created_at}, {"created_by", t.created_by},
+                             {"revoked_at", t.revoked_at ? json(*t.revoked_at) : json()}});
+            }
+            Reply(res, 200, {{"tokens", out}});
+          }));
+  svr.Delete(R"(/v1/tokens/([A-Za-z0-9]{1,16}))", Authed([this](const Request& req, Response& res, const Principal& p) {
+               auto t = tokens.Get(req.matches[1].str());
+               if (!t || !CanManageToken(p, t->principal)) return Fail(res, NotFound(fmt::format("no token '{}'", req.matches[1].str())));
+               if (Status s = tokens.Revoke(t->principal.token_id, Wall()); !s) return Fail(res, FromError(s.error()));
+               Status s = d.store().Write([&](store::Tx& tx) {
+                 return AppendAudit(tx, d.Now(), p.token_id, RoleName(p.role), req.method, req.path, 200, "token/" + t->principal.token_id);
+               });
+               if (!s) spdlog::warn("serve: audit write failed: {}", s.error().message);
+               Reply(res, 200, {{"id", t->principal.token_id}, {"revoked", true}});
+             }));
+  svr.Get("/v1/audit", Authed([this](const Request& req, Response& res, const Principal& p) {
+            if (!CanReadAudit(p)) return Fail(res, Forbidden("the audit log is for admins"));
+            auto limit = IntParam(req, "limit", 100, 1, 1000);
+            if (!limit) return Fail(res, limit.error());
+            json out = json::array();
+            Status s = d.store().Read([&](store::Tx& tx) -> Status {
+              TIDAL_ASSIGN_OR_RETURN(store::Rows rows, tx.Query(fmt::format("SELECT seq, at, token, role, method, path, status, object "
+                                                                            "FROM audit_log ORDER BY seq DESC LIMIT {}", *limit)));
+              for (const store::Row& r : rows.rows) {
+                json e;
+                const char* names[] = {"seq", "at", "token", "role", "method", "path", "status", "object"};
+                for (size_t i = 0; i < 8; ++i) {
+                  if (auto v = store::AsInt(r, i)) e[names[i]] = *v;
+                  else if (auto t = store::AsText(r, i)) e[names[i]] = *t;
+                }
+                out.push_back(std::move(e));
+              }
+              return Ok();
+            });
+            if (!s) return Fail(res, FromError(s.error()));
+            Reply(res, 200, {{"entries", out}});
+          }));
+
+  // --- Reports ---
+  svr.Get("/v1/reports", Authed([this](const Request&, Response& res, const Principal&) {
+            json out = json::array();
+            const std::string dir = d.config().reports_dir;
+            std::error_code ec;
+            if (!dir.empty() && std::filesystem::is_directory(dir, ec)) {
+              std::vector<std::string> names;
+              for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+                if (std::filesystem::exists(e.path() / "report.html", ec)) names.push_back(e.path().filename().string());
+              std::sort(names.begin(), names.end());
+              for (const std::string& n : names) out.push_back({{"name", n}, {"url", "/reports/" + n + "/report.html"}});
+            }
+            Reply(res, 200, {{"reports", out}});
+          }));
+  svr.Get(R"(/reports/(.+))", Authed([this](const Request& req, Response& res, const Principal&) {
+            const std::string dir = d.config().reports_dir;
+            std::error_code ec;
+            if (dir.empty()) return Fail(res, NotFound("this daemon serves no reports"));
+            const auto root = std::filesystem::weakly_canonical(dir, ec);
+            const auto file = std::filesystem::weakly_canonical(root / req.matches[1].str(), ec);
+            const std::string rs = root.string() + "/";
+            if (ec || !file.string().starts_with(rs) || !std::filesystem::is_regular_file(file, ec)) {
+              return Fail(res, NotFound(fmt::format("no report file '{}'", req.matches[1].str())));
+            }
+            std::ifstream in(file, std::ios::binary);
+            std::ostringstream ss;
+            ss << in.rdbuf();
+            const std::string ext = file.extension().string();
+            const char* type = ext == ".html" ? "text/html; charset=utf-8"
+                               : ext == ".json" ? "application/json"
+                               : ext == ".svg"  ? "image/svg+xml"
+                               : ext == ".png"  ? "image/png"
+                                                : "text/plain; charset=utf-8";
+            res.set_content(ss.str(), type);
+          }));
+
+  // --- The dashboard ---
+  std::error_code ec;
+  if (!o.dashboard_dir.empty() && std::filesystem::exists(std::filesystem::path(o.dashboard_dir) / "index.html", ec)) {
+    svr.set_mount_point("/", o.dashboard_dir);
+  } else {
+    svr.Get("/", [](const Request&, Response& res) {
+      res.set_content("<!doctype html><title>tidal</title><h1>tidal serve</h1><p>The dashboard is not built: run <code>npm ci "
+                      "&amp;&amp; npm run build</code> in <code>web/</code> (scripts/run.sh does). The API is at <a "
+                      "href=\"/v1/openapi.json\">/v1/openapi.json</a>.</p>",
+                      "text/html; charset=utf-8");
+    });
+  }
+
+  svr.set_error_handler([](const Request& req, Response& res) {
+    if (!res.body.empty()) return;
+    std::string msg = fmt::format("{} {} answers {}", req.method, req.path, res.status);
+    if (res.status == 404) msg = fmt::format("no such endpoint: {} {} (see /v1/openapi.json)", req.method, req.path);
+    if (res.status == 413) msg = fmt::format("the body is larger than the {} bytes accepted", kMaxBodyBytes);
+    Fail(res, {res.status, DefaultCode(res.status), msg, ""});
+  });
+  svr.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+    std::string what = "unknown";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    Fail(res, {500, "internal", "internal error: " + what, ""});
+  });
+  svr.set_logger([this](const Request& req, const Response& res) { d.metrics().CountRequest(req.method, res.status); });
+}
+
+HttpServer::HttpServer(Daemon& daemon, TokenStore& tokens, HttpOptions options)
+    : impl_(std::make_unique<Impl>(daemon, tokens, std::move(options))) {
+  const int threads = std::max(4, impl_->o.threads);
+  impl_->svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  impl_->svr.set_payload_max_length(4 * kMaxBodyBytes);
+  impl_->svr.set_keep_alive_max_count(100000);
+  impl_->svr.set_read_timeout(10, 0);
+  if (auto l = market::Ledger::Open(daemon.store()); l) impl_->ledger.emplace(std::move(*l));
+  impl_->Routes();
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Status HttpServer::Listen() {
+  if (impl_->o.port == 0) {
+    impl_->port = impl_->svr.bind_to_any_port(impl_->o.host);
+    if (impl_->port <= 0) return MakeError(ErrorCode::kIo, "cannot listen on {} (any port)", impl_->o.host);
+  } else {
+    if (!impl_->svr.bind_to_port(impl_->o.host, impl_->o.port)) {
+      return MakeError(ErrorCode::kIo, "cannot listen on {}:{}: the port is taken or the address is not local; pick another "
+                                       "with --listen HOST:PORT", impl_->o.host, impl_->o.port);
+    }
+    impl_->port = impl_->o.port;
+  }
+  return Ok();
+}
+
+void HttpServer::Serve() { impl_->svr.listen_after_bind(); }
+void HttpServer::Stop() {
+  if (impl_ && impl_->svr.is_running()) impl_->svr.stop();
+}
+int HttpServer::port() const { return impl_->port; }
+
+}  // namespace tidal::server
