@@ -9,11 +9,18 @@ const KEY = 'tidal.token';
 export function takeTokenFromUrl(): string | null {
   const hash = location.hash.replace(/^#/, '');
   if (!hash) return null;
-  const params = new URLSearchParams(hash);
-  const token = params.get('token');
-  if (token === null) return null;
-  params.delete('token');
-  const rest = params.toString();
+  // split by hand: URLSearchParams would turn a '+' in a token into a space
+  const parts = hash.split('&');
+  const at = parts.findIndex((p) => p.startsWith('token='));
+  if (at < 0) return null;
+  let token = parts[at]!.slice('token='.length);
+  try {
+    token = decodeURIComponent(token);
+  } catch {
+    // not percent-encoded: take it as it is
+  }
+  parts.splice(at, 1);
+  const rest = parts.join('&');
   history.replaceState(history.state, '', `${location.pathname}${location.search}${rest ? `#${rest}` : ''}`);
   const t = token.trim();
   if (!t) return null;

@@ -30,7 +30,7 @@ export class ClusterSection implements Section {
     const stat = (key: string, label: string) => {
       const value = h('div', { class: 'stat-value', 'data-testid': `cluster-${key}` }, '—');
       const sub = h('div', { class: 'stat-sub' });
-      grid.append(h('div', { class: 'stat' }, h('div', { class: 'stat-label' }, label), value, sub));
+      grid.append(h('div', { class: key === 'now' ? 'stat wide' : 'stat' }, h('div', { class: 'stat-label' }, label), value, sub));
       this.stats.set(key, { value, sub });
     };
     stat('now', 'Daemon clock');
@@ -40,7 +40,7 @@ export class ClusterSection implements Section {
     stat('pending', 'Pending jobs');
     stat('running', 'Running jobs');
     stat('speed', 'Clock speed');
-    stat('cycles', 'Scheduling cycles');
+    stat('cycles', 'Cycles');
 
     const { box, canvas } = chartBox('cluster-chart', 220);
     this.chartBox = box;
@@ -99,15 +99,15 @@ export class ClusterSection implements Section {
       setText(s.value, value);
       setText(s.sub, sub);
     };
-    set('now', fmtTime(c.now));
+    set('now', fmtTime(c.now), 'the daemon’s clock, UTC');
     set('gpus', fmtInt(c.gpus), `in ${fmtInt(c.nodes)} nodes`);
     set('allocation', fmtPct(c.allocation_ratio), `${fmtGpus(c.gpus_allocated)} of ${fmtInt(c.gpus)} GPUs`);
-    set('fragmentation', fmtPct(c.fragmentation_ratio), 'free GPUs no whole-host job can use');
+    set('fragmentation', fmtPct(c.fragmentation_ratio), 'free, unusable whole-host');
     set('pending', fmtInt(c.pending_jobs));
     set('running', fmtInt(c.running_jobs));
-    set('speed', `${c.speed}×`, 'daemon seconds per wall second');
-    set('cycles', fmtInt(c.cycles));
-    this.root.dataset.now = String(c.now);
+    set('speed', `${c.speed}×`, 'daemon s per wall s');
+    set('cycles', fmtInt(c.cycles), 'scheduling cycles');
+        this.root.dataset.now = String(c.now);
     this.stats.get('allocation')!.value.dataset.value = String(c.allocation_ratio);
 
     this.history.push({ now: c.now, alloc: c.allocation_ratio * 100, frag: c.fragmentation_ratio * 100 });

@@ -51,7 +51,7 @@ export class PricesSection implements Section {
       h(
         'div',
         { class: 'two-col' },
-        card('Current prices', h('div', { class: 'scroll' }, this.rows.table)),
+        card('Current prices', h('div', { class: 'table-wrap' }, this.rows.table)),
         card('Price history', this.historyError.node, this.chartTitle, box),
       ),
     );
@@ -108,7 +108,12 @@ export class PricesSection implements Section {
     const now = ctx.cluster?.now;
     const last = data[data.length - 1];
     if (last && now !== undefined && now > last.x) data.push({ x: now, y: last.y });
-    this.chart.data.datasets[0]!.data = data;
+    const ds = this.chart.data.datasets[0]!;
+    ds.data = data;
+    ds.pointRadius = data.map((_, i) => (i < points.length ? 3 : 0)); // no dot on the "until now" end
+    const x = this.chart.options.scales!.x!;
+    x.min = data[0]?.x;
+    x.max = data[data.length - 1]?.x;
     this.chart.update('none');
     this.box.dataset.points = String(points.length);
     setText(this.chartTitle, `${sel.gpu_model} · ${sel.tier}: ${points.length} announced price${points.length === 1 ? '' : 's'}`);

@@ -19,8 +19,8 @@ export class QueueSection implements Section {
   private readonly runningError = new ErrorBanner('running-error');
   private readonly pending = table('pending-table', [['ID', 'num'], ['Name'], ['Tenant'], ['GPUs', 'num'], ['Submitted'], ['Waiting', 'num']]);
   private readonly running = table('running-table', [['ID', 'num'], ['Name'], ['Tenant'], ['GPUs', 'num'], ['Submitted'], ['Started'], ['Running for', 'num']]);
-  private readonly pendingNote = h('p', { class: 'note' });
-  private readonly runningNote = h('p', { class: 'note' });
+  private readonly pendingNote = h('p', { class: 'note', 'data-testid': 'pending-note' });
+  private readonly runningNote = h('p', { class: 'note', 'data-testid': 'running-note' });
   private readonly explain = new ExplainPanel();
   private readonly submit = new SubmitForm();
   private selected: number | null = null;
@@ -141,7 +141,8 @@ class ExplainPanel {
   private render(ex: Explain, client: Client, id: number): void {
     const causes = ex.causes ?? [];
     const est = ex.start_estimate;
-    const when = (t: number | null | undefined) => (t === null || t === undefined ? '—' : `${fmtTime(t)} (in ${fmtDuration(t - ex.now)})`);
+    const when = (t: number | null | undefined) =>
+      t === null || t === undefined ? ['—'] : [fmtTime(t), h('span', { class: 'rel' }, t >= ex.now ? `in ${fmtDuration(t - ex.now)}` : `${fmtDuration(ex.now - t)} ago`)];
     const list =
       causes.length === 0
         ? h('p', { class: 'empty' }, 'No blocking cause reported.')
@@ -165,9 +166,9 @@ class ExplainPanel {
         'dl',
         { class: 'estimate' },
         h('dt', {}, 'Start P50'),
-        h('dd', { 'data-testid': 'explain-p50' }, when(est?.p50)),
+        h('dd', { 'data-testid': 'explain-p50' }, ...when(est?.p50)),
         h('dt', {}, 'Start P90'),
-        h('dd', { 'data-testid': 'explain-p90' }, when(est?.p90)),
+        h('dd', { 'data-testid': 'explain-p90' }, ...when(est?.p90)),
         h('dt', {}, 'Samples'),
         h('dd', {}, est ? String(est.samples) : '—'),
       ),
@@ -207,8 +208,7 @@ class SubmitForm {
       ev.preventDefault();
       void this.send(button);
     });
-    this.mine.table.hidden = true;
-    this.root = card('Submit job', this.form, this.result, this.error, this.mine.table);
+    this.root = card('Submit job', this.form, this.result, this.error, h('div', { class: 'mine' }, this.mine.table));
   }
 
   private async send(button: HTMLButtonElement): Promise<void> {
@@ -244,7 +244,7 @@ class SubmitForm {
   }
 
   private renderMine(): void {
-    this.mine.table.hidden = this.submitted.length === 0;
+    this.mine.table.parentElement!.hidden = this.submitted.length === 0;
     syncRows(
       this.mine.body,
       this.submitted,

@@ -39,7 +39,7 @@ export class TenantsSection implements Section {
     this.root.append(
       this.error.node,
       card('Floor, use and borrowing per tenant', box),
-      card('Tenants', h('div', { class: 'scroll' }, this.rows.table)),
+      card('Tenants', h('div', { class: 'table-wrap' }, this.rows.table)),
     );
   }
 

@@ -95,7 +95,7 @@ export class ErrorBanner {
   }
   show(what: string, err: unknown): void {
     const msg = err instanceof Error ? err.message : String(err);
-    setText(this.node, `Could not load ${what}: ${msg}. Showing the last data received; retrying every 2 s.`);
+    setText(this.node, `Could not load ${what}: ${msg} — retrying every 2 s.`);
     this.node.hidden = false;
   }
   clear(): void {
