@@ -8,7 +8,7 @@
 // Exits 0 when every check passes, 1 with "FAIL [step]: why" and a
 // screenshot otherwise, 2 on bad usage. Submits one 1-GPU, 600 s job.
 
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -99,6 +99,7 @@ async function until(fn, timeoutMs, message) {
 
 async function main() {
   await mkdir(ARTIFACTS, { recursive: true });
+  await rm(join(ARTIFACTS, 'failure.png'), { force: true });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -110,9 +111,18 @@ async function main() {
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(e.message));
 
+  await step('the daemon answers GET /v1/cluster to TIDAL_TOKEN (from Node)', async () => {
+    await api('/v1/cluster');
+  });
+
   await step('open the dashboard with #token= and keep the token out of the URL', async () => {
     await page.goto(`${BASE}/#token=${encodeURIComponent(TOKEN)}`);
-    await page.locator(sel('section-cluster')).waitFor({ state: 'visible' });
+    const shown = await Promise.race([
+      page.locator(sel('section-cluster')).waitFor({ state: 'visible' }).then(() => 'cluster'),
+      page.locator(sel('token-form')).waitFor({ state: 'visible' }).then(() => 'token-form'),
+    ]).catch(() => null);
+    if (shown === 'token-form') fail(`the page shows the token form: ${(await page.locator(sel('token-form')).textContent())?.trim()}`);
+    if (shown !== 'cluster') fail(`the dashboard did not render at ${BASE}/ (is web/dist built and served?)`);
     await until(async () => /\d/.test(await textOf('cluster-gpus', ['cluster-error'])), 10_000, 'the cluster GPU count never appeared');
     if (page.url().includes('token=')) fail(`the token is still in the URL: ${page.url()}`);
     const stored = await page.evaluate(() => sessionStorage.getItem('tidal.token'));
@@ -346,8 +356,9 @@ try {
   );
 } catch (e) {
   code = 1;
-  const why = e instanceof Failure ? e.message : e?.stack ?? String(e);
-  if (page) {
+  // a Playwright error: its first line says what, the step says where
+  const why = e instanceof Failure ? e.message : process.env.DEBUG ? e?.stack ?? String(e) : String(e?.message ?? e).split('\n')[0];
+  if (page && page.url() !== 'about:blank') {
     const file = join(ARTIFACTS, 'failure.png');
     await page.screenshot({ path: file, fullPage: true }).then(() => console.error(`screenshot of the failure: ${file}`), () => null);
   }
