@@ -89,7 +89,8 @@ export interface Tenant {
   lent_gpus: number;
   pending_jobs: number;
   running_jobs: number;
-  balance: string;
+  /** credits as a decimal string; null when the tenant has no ledger account */
+  balance: string | null;
 }
 
 export interface Price {

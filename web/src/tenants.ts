@@ -62,9 +62,9 @@ export class TenantsSection implements Section {
       ],
       (row, t) => {
         row.dataset.testid = `tenant-row-${t.name}`;
-        row.cells[8]!.title = t.balance;
+        row.cells[8]!.title = t.balance ?? 'no ledger account';
         cellClasses(row, [undefined, undefined, 'num', 'num', 'num', 'num', 'num', 'num', 'num']);
-        row.cells[8]!.classList.toggle('negative', t.balance.trim().startsWith('-'));
+        row.cells[8]!.classList.toggle('negative', (t.balance ?? '').trim().startsWith('-'));
       },
     );
     if (tenants.length === 0) this.rows.body.replaceChildren(h('tr', {}, h('td', { colspan: 9, class: 'empty' }, 'No tenants visible to this token.')));

@@ -74,7 +74,8 @@ export function fmtGpus(n: number): string {
  * A credit amount ("1234.567890", six places, never a float) rounded half
  * away from zero to cents with thousands separators, in exact integer maths.
  */
-export function fmtCredits(amount: string): string {
+export function fmtCredits(amount: string | null): string {
+  if (amount === null) return '—';
   const m = /^(-?)(\d+)(?:\.(\d+))?$/.exec(amount.trim());
   if (!m) return amount;
   const neg = m[1] === '-';
