@@ -24,12 +24,13 @@ nlohmann::json SubmitRequest::ToJson() const {
   nlohmann::json j = nlohmann::json::object();
   j["name"] = name;
   j["tenant"] = tenant;
-  j["gpus"] = gpus;
-  j["gpu_milli"] = gpu_milli;
+  // Only the fields that are set, so the form parses back (ParseSubmit).
+  if (gpu_milli > 0) j["gpu_milli"] = gpu_milli;
+  else j["gpus"] = gpus;
   j["gpu_model"] = gpu_model;
   j["priority"] = priority;
   j["estimated_runtime_s"] = estimated_runtime_s;
-  j["runtime_s"] = runtime_s;
+  j["runtime_s"] = runtime_s > 0 ? nlohmann::json(runtime_s) : nlohmann::json();
   nlohmann::json t = nlohmann::json::object();
   if (topo_required) t["required"] = std::string(topo::LevelName(*topo_required));
   if (topo_preferred) t["preferred"] = std::string(topo::LevelName(*topo_preferred));

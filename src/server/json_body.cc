@@ -76,7 +76,7 @@ ApiResult<std::optional<int64_t>> Fields::Int(std::string_view key, int64_t min,
   };
   if (v->is_number_unsigned()) {
     const uint64_t u = v->get<uint64_t>();
-    if (u > static_cast<uint64_t>(max)) return range();
+    if (u > static_cast<uint64_t>(max) || (min > 0 && u < static_cast<uint64_t>(min))) return range();
     return std::optional<int64_t>(static_cast<int64_t>(u));
   }
   if (v->is_number_integer()) {

@@ -1,0 +1,368 @@
+// The daemon's core on both store backends, with a manual wall clock and no
+// thread: jobs run and end on the daemon clock, cancels, idempotency,
+// tenant scoping, explain and what-if, and the restart replay — a second
+// daemon on the same store reaches the state the first had, and corrects
+// what a crash kept from the store.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "server/daemon.h"
+#include "server/job_rows.h"
+#include "store/store_testing.h"
+#include "tenancy/tenants_file.h"
+
+namespace tidal::server {
+namespace {
+
+constexpr double kEpoch = 1'800'000'000;
+
+// 4 hosts x 8 H100 (32 GPUs), tenants ads and search with 16 GPUs of floor
+// each, the tidal queue, bestfit; `trace` jobs arrive on their own.
+DaemonConfig SmallConfig(std::vector<Job> trace = {}) {
+  DaemonConfig c;
+  c.source = "test";
+  c.digest = "test-digest";
+  c.name = "test";
+  for (int i = 0; i < 4; ++i) c.nodes.push_back({.name = "h" + std::to_string(i), .cpu_milli = 0, .memory_mib = 0, .gpu_count = 8, .gpu_model = "H100"});
+  c.speed = 1;
+  c.placer = "bestfit";
+  c.queue = QueuePolicy::kTidal;
+  auto t = tenancy::ProportionalTenants({{"ads", 1}, {"search", 1}}, 32);
+  EXPECT_TRUE(t) << t.error().message;
+  c.tenants = std::make_shared<const tenancy::TenantTree>(std::move(*t));
+  c.trace = std::move(trace);
+  c.start_estimate_samples = 4;
+  return c;
+}
+
+const Principal kAdmin{.token_id = "admin", .role = Role::kAdmin};
+const Principal kAds{.token_id = "ads-m", .role = Role::kMember, .tenant = "ads"};
+const Principal kSearch{.token_id = "search-m", .role = Role::kMember, .tenant = "search"};
+const Audit kAudit{.method = "POST", .path = "/v1/jobs"};
+
+SubmitRequest Req(int gpus, int64_t est, int64_t run = 0, std::string key = {}) {
+  SubmitRequest r;
+  r.gpus = gpus;
+  r.estimated_runtime_s = est;
+  r.runtime_s = run;
+  r.idempotency_key = std::move(key);
+  return r;
+}
+
+class DaemonTest : public ::testing::TestWithParam<store::testing::Backend> {
+ protected:
+  void SetUp() override {
+    auto db = store::testing::FreshStore(GetParam());
+    if (!db) GTEST_SKIP() << db.error().message;
+    db_ = std::move(*db);
+    Open();
+  }
+  void Open(DaemonConfig c = SmallConfig()) {
+    d_.reset();
+    auto d = Daemon::Open(std::move(c), db_->store(), [this] { return wall_; });
+    ASSERT_TRUE(d) << d.error().message;
+    d_ = std::move(*d);
+  }
+  void Step() { ASSERT_TRUE(d_->Step()); }
+  JobId Submit(const Principal& p, SubmitRequest r) {
+    auto s = d_->Submit(std::move(r), p, kAudit);
+    EXPECT_TRUE(s) << (s ? "" : s.error().message);
+    return s ? s->job.id : 0;
+  }
+  JobView Get(JobId id) {
+    auto v = d_->GetJob(id, kAdmin);
+    EXPECT_TRUE(v) << id;
+    return v ? *v : JobView{};
+  }
+  // Every job's stored row, by id.
+  std::map<JobId, JobView> Stored() {
+    std::map<JobId, JobView> out;
+    EXPECT_TRUE(db_->store().Read([&](store::Tx& tx) -> Status {
+      TIDAL_ASSIGN_OR_RETURN(store::Rows rows, tx.Query(std::string(kJobSelect) + " ORDER BY id"));
+      for (const store::Row& r : rows.rows) {
+        TIDAL_ASSIGN_OR_RETURN(StoredJob s, JobFromRow(r));
+        out[s.view.id] = s.view;
+      }
+      return Ok();
+    }));
+    return out;
+  }
+
+  double wall_ = kEpoch;
+  std::unique_ptr<store::testing::TestStore> db_;
+  std::unique_ptr<Daemon> d_;
+};
+
+TEST_P(DaemonTest, AJobRunsOnTheDaemonClockAndEnds) {
+  const JobId id = Submit(kAds, Req(8, 100, 50));
+  EXPECT_EQ(Get(id).state, "accepted");
+  EXPECT_EQ(Stored().at(id).state, "accepted");  // durable before the answer
+  wall_ += 1;
+  Step();
+  JobView v = Get(id);
+  EXPECT_EQ(v.state, "running");
+  EXPECT_EQ(v.started_at, static_cast<int64_t>(kEpoch) + 1);
+  ASSERT_EQ(v.placement.size(), 1u);
+  EXPECT_EQ(v.placement[0]["gpus"].size(), 8u);
+  EXPECT_EQ(Stored().at(id).state, "running");
+  auto s = d_->snapshot();
+  EXPECT_EQ(s->running, 1);
+  EXPECT_DOUBLE_EQ(s->gpus_allocated, 8);
+  wall_ += 49;
+  Step();
+  EXPECT_EQ(Get(id).state, "running");  // runs 50 s: ends at +51
+  wall_ += 1;
+  Step();
+  v = Get(id);
+  EXPECT_EQ(v.state, "succeeded");
+  EXPECT_EQ(v.ended_at, static_cast<int64_t>(kEpoch) + 51);
+  EXPECT_EQ(Stored().at(id).state, "succeeded");
+  EXPECT_DOUBLE_EQ(d_->snapshot()->gpus_allocated, 0);
+}
+
+TEST_P(DaemonTest, CancelsAWaitingAndARunningJob) {
+  // Each tenant fills its floor; a third job has no room.
+  const JobId big = Submit(kAds, Req(16, 1000));
+  const JobId full = Submit(kSearch, Req(16, 1000));
+  const JobId next = Submit(kSearch, Req(8, 100));
+  Step();
+  EXPECT_EQ(Get(big).state, "running");
+  EXPECT_EQ(Get(full).state, "running");
+  EXPECT_EQ(Get(next).state, "pending");
+  // Another tenant cannot even see it: 404, not 403.
+  auto other = d_->Cancel(big, kSearch, kAudit);
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().status, 404);
+  ASSERT_TRUE(d_->Cancel(next, kSearch, kAudit));
+  EXPECT_TRUE(Stored().at(next).cancel_requested);
+  wall_ += 5;
+  Step();
+  EXPECT_EQ(Get(next).state, "cancelled");
+  EXPECT_EQ(Get(next).ended_at, static_cast<int64_t>(kEpoch) + 5);
+  ASSERT_TRUE(d_->Cancel(big, kAds, kAudit));
+  wall_ += 5;
+  Step();
+  EXPECT_EQ(Get(big).state, "cancelled");
+  EXPECT_DOUBLE_EQ(d_->snapshot()->gpus_allocated, 16);
+  auto again = d_->Cancel(big, kAds, kAudit);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().status, 409);
+}
+
+TEST_P(DaemonTest, IdempotencyKeyReturnsTheFirstJobOrConflicts) {
+  auto a = d_->Submit(Req(2, 100, 0, "k1"), kAds, kAudit);
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(a->created);
+  auto b = d_->Submit(Req(2, 100, 0, "k1"), kAds, kAudit);
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_FALSE(b->created);
+  EXPECT_EQ(b->job.id, a->job.id);
+  auto c = d_->Submit(Req(3, 100, 0, "k1"), kAds, kAudit);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().status, 409);
+  EXPECT_EQ(c.error().field, "idempotency_key");
+  // Keys are per tenant.
+  auto other = d_->Submit(Req(3, 100, 0, "k1"), kSearch, kAudit);
+  ASSERT_TRUE(other);
+  EXPECT_TRUE(other->created);
+  EXPECT_EQ(Stored().size(), 2u);
+}
+
+TEST_P(DaemonTest, RefusesWhatCannotBeSubmitted) {
+  SubmitRequest r = Req(2, 100);
+  r.tenant = "search";
+  auto forbidden = d_->Submit(r, kAds, kAudit);
+  ASSERT_FALSE(forbidden);
+  EXPECT_EQ(forbidden.error().status, 404);  // another tenant is not even named
+  r.tenant = "nobody";
+  auto unknown = d_->Submit(r, kAdmin, kAudit);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().status, 400);
+  EXPECT_EQ(unknown.error().field, "tenant");
+  SubmitRequest m = Req(2, 100);
+  m.gpu_model = {"B200"};
+  auto model = d_->Submit(m, kAds, kAudit);
+  ASSERT_FALSE(model);
+  EXPECT_NE(model.error().message.find("it has: H100"), std::string::npos) << model.error().message;
+  auto huge = d_->Submit(Req(33, 100), kAds, kAudit);
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().field, "gpus");
+  const Principal viewer{.token_id = "v", .role = Role::kViewer, .tenant = "ads"};
+  auto v = d_->Submit(Req(1, 100), viewer, kAudit);
+  ASSERT_FALSE(v);
+  EXPECT_EQ(v.error().status, 403);
+  EXPECT_TRUE(Stored().empty());  // nothing refused was written
+}
+
+TEST_P(DaemonTest, ListingIsScopedToTheTokensTenant) {
+  const JobId a = Submit(kAds, Req(1, 100));
+  const JobId s = Submit(kSearch, Req(1, 100));
+  Step();
+  auto mine = d_->ListJobs({.state = "running"}, kAds);
+  ASSERT_TRUE(mine);
+  ASSERT_EQ(mine->jobs.size(), 1u);
+  EXPECT_EQ(mine->jobs[0].id, a);
+  auto asked = d_->ListJobs({.tenant = "search"}, kAds);
+  ASSERT_FALSE(asked);
+  EXPECT_EQ(asked.error().status, 404);
+  auto all = d_->ListJobs({}, kAdmin);
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->jobs.size(), 2u);
+  EXPECT_EQ(all->jobs[0].id, s);  // newest first
+  EXPECT_FALSE(d_->GetJob(s, kAds));
+  auto bad = d_->ListJobs({.state = "sleeping"}, kAdmin);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "state");
+  // Paging: one per page, then none.
+  auto p1 = d_->ListJobs({.limit = 1}, kAdmin);
+  ASSERT_TRUE(p1);
+  ASSERT_EQ(p1->jobs.size(), 1u);
+  ASSERT_NE(p1->next_before, 0);
+  auto p2 = d_->ListJobs({.limit = 1, .before = p1->next_before}, kAdmin);
+  ASSERT_TRUE(p2);
+  ASSERT_EQ(p2->jobs.size(), 1u);
+  EXPECT_EQ(p2->jobs[0].id, a);
+  EXPECT_EQ(p2->next_before, 0);
+}
+
+TEST_P(DaemonTest, ExplainAndWhatIf) {
+  Submit(kAds, Req(16, 1000, 1000));
+  Submit(kSearch, Req(16, 1000, 1000));
+  const JobId waiting = Submit(kSearch, Req(8, 500, 500));
+  Step();
+  ASSERT_EQ(Get(waiting).state, "pending");
+  auto e = d_->Explain(waiting, kSearch);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ((*e)["state"], "pending");
+  EXPECT_FALSE((*e)["causes"].empty());
+  ASSERT_TRUE((*e)["start_estimate"]["p50"].is_number());
+  // It starts when a 16-GPU job ends (its estimate: 1000 s), or earlier.
+  const int64_t p50 = (*e)["start_estimate"]["p50"];
+  EXPECT_GE(p50, static_cast<int64_t>(kEpoch));
+  EXPECT_LE(p50, static_cast<int64_t>(kEpoch) + 1000);
+  EXPECT_FALSE(d_->Explain(waiting, kAds));  // not its tenant's
+
+  auto w = d_->Simulate({Req(8, 2000)}, kSearch);
+  ASSERT_TRUE(w) << w.error().message;
+  ASSERT_EQ((*w)["jobs"].size(), 1u);
+  EXPECT_EQ((*w)["jobs"][0]["id"], waiting);
+  EXPECT_EQ((*w)["jobs"][0]["start_before"], static_cast<int64_t>(kEpoch) + 1000);
+  EXPECT_GE((*w)["jobs"][0]["delta_s"].get<int64_t>(), 0);
+  ASSERT_TRUE((*w)["submitted"][0]["start"].is_number());
+  EXPECT_EQ((*w)["submitted"][0]["start"], static_cast<int64_t>(kEpoch) + 1000);  // behind the running ones
+  // A what-if changes nothing.
+  EXPECT_EQ(Get(waiting).state, "pending");
+  EXPECT_EQ(d_->snapshot()->running, 2);
+}
+
+TEST_P(DaemonTest, ARestartReplaysToTheSameState) {
+  std::vector<JobId> ids;
+  for (int i = 0; i < 12; ++i) {
+    ids.push_back(Submit(i % 2 ? kAds : kSearch, Req(1 + (i * 5) % 16, 300 + 100 * i, 200 + 50 * i)));
+    if (i % 3 == 2) {
+      wall_ += 37;
+      Step();
+    }
+  }
+  ASSERT_TRUE(d_->Cancel(ids[4], kSearch, kAudit));
+  wall_ += 120;
+  Step();
+  ASSERT_TRUE(d_->Cancel(ids[11], kAds, kAudit));
+  wall_ += 400;
+  Step();
+  const auto before = Stored();
+  std::map<JobId, std::string> states;
+  for (JobId id : ids) states[id] = Get(id).state;
+  // A second daemon on the same store, at the same moment.
+  Open();
+  EXPECT_EQ(d_->reconciled(), 0);
+  const auto after = Stored();
+  ASSERT_EQ(before.size(), after.size());
+  for (const auto& [id, v] : before) {
+    SCOPED_TRACE(id);
+    const JobView& w = after.at(id);
+    EXPECT_EQ(v.state, w.state);
+    EXPECT_EQ(v.started_at, w.started_at);
+    EXPECT_EQ(v.ended_at, w.ended_at);
+    EXPECT_EQ(v.placement, w.placement);
+    EXPECT_EQ(Get(id).state, states[id]);
+  }
+  // And both go on alike: the restarted one ends the jobs when the first would have.
+  wall_ += 3000;
+  Step();
+  for (JobId id : ids) EXPECT_NE(Get(id).state, "running") << id;
+}
+
+TEST_P(DaemonTest, ARestartCorrectsWhatACrashKeptFromTheStore) {
+  const JobId run = Submit(kAds, Req(8, 1000));
+  wall_ += 1;
+  Step();
+  ASSERT_EQ(Get(run).state, "running");
+  // Accepted but never seen by a cycle (a crash right after the answer).
+  const JobId late = Submit(kSearch, Req(4, 100));
+  // A crash that lost the step's write: the stored state is stale.
+  ASSERT_TRUE(db_->store().Write([&](store::Tx& tx) -> Status {
+    const store::Value p[] = {run};
+    TIDAL_RETURN_IF_ERROR(tx.Exec("UPDATE jobs SET state = 'pending', started_at = NULL, placement = '[]' WHERE id = ?", p));
+    return Ok();
+  }));
+  wall_ += 10;
+  Open();
+  EXPECT_EQ(d_->reconciled(), 1);
+  EXPECT_EQ(Stored().at(run).state, "running");
+  EXPECT_EQ(Stored().at(run).started_at, static_cast<int64_t>(kEpoch) + 1);
+  EXPECT_EQ(Get(late).state, "accepted");
+  Step();
+  EXPECT_EQ(Get(late).state, "running");
+  EXPECT_EQ(Get(late).started_at, static_cast<int64_t>(kEpoch) + 11);
+  // No GPU is held twice: 8 + 4 allocated.
+  EXPECT_DOUBLE_EQ(d_->snapshot()->gpus_allocated, 12);
+}
+
+TEST_P(DaemonTest, TraceJobsArriveOnTheirOwn) {
+  std::vector<Job> trace;
+  for (int i = 0; i < 3; ++i) {
+    Job j;
+    j.id = kTraceIdBase + i;
+    j.name = "t" + std::to_string(i);
+    j.group = i % 2 ? "ads" : "search";
+    j.num_gpu = 4;
+    j.gpu_milli = 1000;
+    j.submit_time_s = 100 * i;
+    j.duration_s = 150;
+    trace.push_back(j);
+  }
+  // A fresh store: the config digest is the store's.
+  auto db = store::testing::FreshStore(GetParam());
+  ASSERT_TRUE(db);
+  d_.reset();
+  db_ = std::move(*db);
+  DaemonConfig c = SmallConfig(trace);
+  auto d = Daemon::Open(c, db_->store(), [this] { return wall_; });
+  ASSERT_TRUE(d) << d.error().message;
+  d_ = std::move(*d);
+  wall_ += 150;
+  Step();
+  EXPECT_EQ(Get(kTraceIdBase + 0).state, "succeeded");
+  EXPECT_EQ(Get(kTraceIdBase + 1).state, "running");
+  EXPECT_EQ(Get(kTraceIdBase + 1).source, "trace");
+  EXPECT_FALSE(d_->GetJob(kTraceIdBase + 2, kAdmin));  // not arrived yet
+  // Trace jobs are not the API's to cancel.
+  auto cancel = d_->Cancel(kTraceIdBase + 1, kAdmin, kAudit);
+  ASSERT_FALSE(cancel);
+  EXPECT_EQ(cancel.error().status, 409);
+  // Another config on this store is refused.
+  d_.reset();
+  DaemonConfig other = SmallConfig(trace);
+  other.digest = "another";
+  auto refused = Daemon::Open(other, db_->store(), [this] { return wall_; });
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("differs"), std::string::npos) << refused.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DaemonTest, ::testing::ValuesIn(store::testing::AllBackends()),
+                         [](const auto& info) { return store::testing::BackendName(info.param); });
+
+}  // namespace
+}  // namespace tidal::server
