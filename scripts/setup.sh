@@ -8,6 +8,10 @@ PKGS=(
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   libsqlite3-dev libpqxx-dev postgresql
+  libcpp-httplib-dev libssl-dev
+  # tests and benchmarks of `tidal serve`: promtool (Prometheus' parser),
+  # Chromium for the dashboard's browser test, wrk for the load benchmark
+  prometheus chromium wrk
 )
 
 missing=()
