@@ -155,13 +155,20 @@ Result<IssuedToken> TokenStore::Create(Role role, std::string tenant, std::strin
 
 Result<Principal> TokenStore::Authenticate(std::string_view token, int64_t now_s) {
   if (!IdOf(token)) return MakeError(ErrorCode::kNotFound, "the token is malformed; tokens read tidal_<id>_<secret>");
-  const std::string hash = Sha256Hex(token);
+  // The cache is keyed by the presented token (it lives only in this
+  // process's memory): a hit costs a lookup, not a SHA-256.
+  const std::string key(token);
   {
-    std::lock_guard lock(mu_);
-    if (auto it = cache_.find(hash); it != cache_.end() && it->second.until > now_s) return it->second.principal;
+    std::shared_lock read(mu_);
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      Cached& c = it->second;
+      if (c.until > now_s || c.refreshing.exchange(true)) return c.principal;
+      // This request refreshes it (below); the others go on with the entry.
+    }
   }
+  const std::string hash = Sha256Hex(token);
   std::optional<TokenInfo> info;
-  TIDAL_RETURN_IF_ERROR(store_.Read([&](store::Tx& tx) -> Status {
+  Status read = store_.Read([&](store::Tx& tx) -> Status {
     const store::Value params[] = {hash};
     TIDAL_ASSIGN_OR_RETURN(store::Rows rows, tx.Query(std::string(kSelect) + " WHERE hash = ?", params));
     if (!rows.rows.empty()) {
@@ -169,11 +176,21 @@ Result<Principal> TokenStore::Authenticate(std::string_view token, int64_t now_s
       info = std::move(t);
     }
     return Ok();
-  }));
-  if (!info || info->revoked_at) return MakeError(ErrorCode::kNotFound, "the token is unknown or revoked");
+  });
   std::lock_guard lock(mu_);
+  if (!read) {
+    if (auto it = cache_.find(key); it != cache_.end()) it->second.refreshing = false;  // the next request tries again
+    return std::unexpected(read.error());
+  }
+  if (!info || info->revoked_at) {
+    cache_.erase(key);
+    return MakeError(ErrorCode::kNotFound, "the token is unknown or revoked");
+  }
   if (cache_.size() > 10000) cache_.clear();
-  cache_[hash] = {info->principal, now_s + kTokenCacheSeconds};
+  Cached& c = cache_[key];
+  c.principal = info->principal;
+  c.until = now_s + kTokenCacheSeconds;
+  c.refreshing = false;
   return info->principal;
 }
 

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <mutex>
+#include <shared_mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,14 +83,22 @@ class TokenStore {
 
  private:
   store::Store& store_;
-  std::mutex mu_;
+  std::shared_mutex mu_;  // readers of a fresh entry share it
   struct Cached {
     Principal principal;
-    int64_t until = 0;
+    int64_t until = 0;  // fresh until then (written under the exclusive lock)
+    // After `until`, the one request that flips this re-reads the store;
+    // the others keep using the entry meanwhile, under the shared lock.
+    std::atomic<bool> refreshing{false};
   };
-  std::unordered_map<std::string, Cached> cache_;  // by hash
+  std::unordered_map<std::string, Cached> cache_;  // by presented token
 };
 
+// A verified token is trusted from the cache for this long; then the next
+// request re-reads it from the store while concurrent ones keep using the
+// cached entry (so a cache expiry never stalls a burst of requests behind
+// the store). Revocation here clears the cache at once; a revocation by
+// another process (`tidal token revoke`) takes effect within this time.
 inline constexpr int64_t kTokenCacheSeconds = 5;
 
 }  // namespace tidal::server

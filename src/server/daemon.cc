@@ -34,10 +34,7 @@ std::string Daemon::last_error() const {
   return last_error_;
 }
 
-std::shared_ptr<const Snapshot> Daemon::snapshot() const {
-  std::lock_guard lock(mu_);
-  return snapshot_;
-}
+std::shared_ptr<const Snapshot> Daemon::snapshot() const { return snapshot_.load(); }
 
 Result<std::unique_ptr<Daemon>> Daemon::Open(DaemonConfig config, store::Store& store, WallClock wall) {
   std::unique_ptr<Daemon> d(new Daemon(std::move(config), store, std::move(wall)));
@@ -119,6 +116,8 @@ Status Daemon::Init() {
   for (const Rec& r : api) max_id = std::max(max_id, r.view.id);
   next_api_id_ = max_id + 1;
 
+  TIDAL_ASSIGN_OR_RETURN(market::Ledger ledger, market::Ledger::Open(store_));
+  ledger_.emplace(std::move(ledger));
   TIDAL_RETURN_IF_ERROR(CatchUp(std::move(api)));
   for (const auto& [id, rec] : recs_) {
     auto it = stored_state.find(id);

@@ -44,6 +44,7 @@
 #include "server/job_request.h"
 #include "server/metrics.h"
 #include "server/snapshot.h"
+#include "market/ledger.h"
 #include "market/pricing.h"
 #include "sim/metrics.h"
 #include "sim/placement_cost.h"
@@ -154,6 +155,9 @@ class Daemon {
   std::set<JobId> dirty_;
   sim::StrandedTracker stranded_;
   std::optional<market::MarketPrices> prices_;  // with a market config: one pool per GPU model
+  std::optional<market::Ledger> ledger_;        // tenants' balances (the same store)
+  std::map<std::string, std::string> balances_;  // by account, refreshed every 2 s of wall time
+  double balances_at_ = -1e18;
   Status ObservePrices(int64_t t);
   std::unordered_map<JobId, std::string> reasons_;  // pending job -> its first blocking cause
   double reasons_at_ = -1e18;
@@ -163,13 +167,13 @@ class Daemon {
   GroupCommit commit_;
   std::atomic<JobId> next_api_id_{1};
 
-  mutable std::mutex mu_;  // the inbox, accepted jobs, tasks, snapshot
+  mutable std::mutex mu_;  // the inbox, accepted jobs, tasks
   std::condition_variable cv_;
   std::vector<Rec> inbox_jobs_;
   std::vector<JobId> inbox_cancels_;
   std::unordered_map<JobId, JobView> accepted_;
   std::deque<std::function<void()>> tasks_;
-  std::shared_ptr<const Snapshot> snapshot_;
+  std::atomic<std::shared_ptr<const Snapshot>> snapshot_;  // swapped whole; readers take no lock
   bool stop_ = false;
   std::thread thread_;
   std::thread::id scheduler_thread_;

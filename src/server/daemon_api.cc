@@ -147,6 +147,17 @@ void Daemon::Publish() {
       idle_floor += std::max<double>(0, static_cast<double>(t.floor_gpu_milli - t.usage_gpu_milli)) / kMilliPerGpu;
     }
     const double lent_share = idle_floor > 0 ? std::min(1.0, borrowed / idle_floor) : 0;
+    // Balances from the ledger: one read of every account, at most every 2 s
+    // (API reads never touch the store for them).
+    if (const double wall = wall_(); ledger_ && wall - balances_at_ >= 2.0) {
+      balances_at_ = wall;
+      if (auto accounts = ledger_->Accounts(); accounts) {
+        balances_.clear();
+        for (const market::Account& a : *accounts) balances_[a.name] = market::FormatCredits(a.balance());
+      } else {
+        spdlog::warn("serve: reading the ledger's balances failed: {}", accounts.error().message);
+      }
+    }
     for (const TenantStatus& t : st) {
       TenantView v;
       v.name = tree.name(t.tenant);
@@ -159,6 +170,7 @@ void Daemon::Publish() {
       v.lent_gpus = std::max(0.0, v.floor_gpus - v.in_use_gpus) * lent_share;
       v.pending_jobs = per_tenant[v.name].first;
       v.running_jobs = per_tenant[v.name].second;
+      if (auto b = balances_.find(v.name); b != balances_.end()) v.balance = b->second;
       s->tenants.push_back(std::move(v));
     }
   }
@@ -226,8 +238,7 @@ void Daemon::Publish() {
       }
     }
   }
-  std::lock_guard lock(mu_);
-  snapshot_ = std::move(s);
+  snapshot_.store(std::move(s));
 }
 
 // --- Calls ----------------------------------------------------------------

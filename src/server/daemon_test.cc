@@ -24,7 +24,7 @@ DaemonConfig SmallConfig(std::vector<Job> trace = {}) {
   c.source = "test";
   c.digest = "test-digest";
   c.name = "test";
-  for (int i = 0; i < 4; ++i) c.nodes.push_back({.name = "h" + std::to_string(i), .cpu_milli = 0, .memory_mib = 0, .gpu_count = 8, .gpu_model = "H100"});
+  for (const char* name : {"h0", "h1", "h2", "h3"}) c.nodes.push_back({.name = name, .gpu_count = 8, .gpu_model = "H100"});
   c.speed = 1;
   c.placer = "bestfit";
   c.queue = QueuePolicy::kTidal;

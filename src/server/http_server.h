@@ -16,7 +16,7 @@ struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (Port() says which)
   std::string dashboard_dir;  // the built dashboard (web/dist); "" = none
-  int threads = 64;
+  int threads = 128;  // one per keep-alive connection: httplib holds a pool thread for each
 };
 
 class HttpServer {

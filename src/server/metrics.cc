@@ -1,5 +1,7 @@
 #include "server/metrics.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace tidal::server {
@@ -49,9 +51,14 @@ Metrics::Metrics()
     : cycle_seconds({0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}),
       admission_wait_seconds({60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800}) {}
 
+namespace {
+constexpr const char* kMethodNames[] = {"GET", "POST", "DELETE", "other"};
+}
+
 void Metrics::CountRequest(const std::string& method, int status) {
-  std::lock_guard lock(mu_);
-  ++requests_[{method, status}];
+  const int m = method == "GET" ? 0 : method == "POST" ? 1 : method == "DELETE" ? 2 : 3;
+  const int s = std::clamp(status, 100, 599) - 100;
+  requests_[static_cast<size_t>(m * kStatuses + s)].fetch_add(1, std::memory_order_relaxed);
 }
 
 std::string Metrics::Render(const Snapshot& s, const std::vector<Price>& prices, int64_t reconciled) const {
@@ -119,10 +126,11 @@ std::string Metrics::Render(const Snapshot& s, const std::vector<Price>& prices,
   out += fmt::format("tidal_scheduling_batches_total {}\n", s.batches);
 
   Header(out, "tidal_http_requests_total", "counter", "HTTP requests answered, by method and status code.");
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [k, n] : requests_)
-      out += fmt::format("tidal_http_requests_total{{method=\"{}\",code=\"{}\"}} {}\n", EscapeLabel(k.first), k.second, n);
+  for (int m = 0; m < kMethods; ++m) {
+    for (int st = 0; st < kStatuses; ++st) {
+      const int64_t n = requests_[static_cast<size_t>(m * kStatuses + st)].load(std::memory_order_relaxed);
+      if (n > 0) out += fmt::format("tidal_http_requests_total{{method=\"{}\",code=\"{}\"}} {}\n", kMethodNames[m], st + 100, n);
+    }
   }
   return out;
 }

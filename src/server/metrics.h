@@ -47,8 +47,10 @@ class Metrics {
   std::string Render(const Snapshot& s, const std::vector<Price>& prices, int64_t reconciled) const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::pair<std::string, int>, int64_t> requests_;
+  // Requests by method (GET, POST, DELETE, other) and status (100..599):
+  // lock-free counters, since every request counts itself.
+  static constexpr int kMethods = 4, kStatuses = 500;
+  std::array<std::atomic<int64_t>, kMethods * kStatuses> requests_{};
 };
 
 // A label value escaped for the exposition format.

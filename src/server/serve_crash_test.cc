@@ -179,7 +179,9 @@ TEST(ServeCrash, KilledAtRandomItLosesNoAcceptedJobAndNeverDoubleAllocates) {
           std::lock_guard lock(mu);
           ++submitted_total;
           auto [it, inserted] = acked.try_emplace(key, Acked{j["id"], j["tenant"], j["gpus"]});
-          if (!inserted) EXPECT_EQ(it->second.id, j["id"].get<int64_t>()) << "key " << key << " made a second job";
+          if (!inserted) {
+            EXPECT_EQ(it->second.id, j["id"].get<int64_t>()) << "key " << key << " made a second job";
+          }
         }
       });
     }

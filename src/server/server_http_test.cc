@@ -24,7 +24,7 @@ DaemonConfig SmallConfig() {
   DaemonConfig c;
   c.source = "test";
   c.digest = "http-test";
-  for (int i = 0; i < 4; ++i) c.nodes.push_back({.name = "h" + std::to_string(i), .gpu_count = 8, .gpu_model = "H100"});
+  for (const char* name : {"h0", "h1", "h2", "h3"}) c.nodes.push_back({.name = name, .gpu_count = 8, .gpu_model = "H100"});
   c.speed = 1;
   c.placer = "bestfit";
   c.queue = QueuePolicy::kTidal;
@@ -178,7 +178,7 @@ TEST_F(HttpTest, NoTenantSeesOrTouchesAnothersJobsOrAccount) {
   ExpectError(Call("POST", "/v1/tokens", search_, R"({"role": "member", "tenant": "ads"})"), 403, "permission_denied");
   ExpectError(Call("GET", "/v1/audit", search_), 403, "permission_denied");
   // What it does see is its own.
-  for (const std::string& q : {"/v1/jobs", "/v1/jobs?state=pending", "/v1/jobs?state=running", "/v1/jobs?state=succeeded"}) {
+  for (const char* q : {"/v1/jobs", "/v1/jobs?state=pending", "/v1/jobs?state=running", "/v1/jobs?state=succeeded"}) {
     Answer l = Call("GET", q, search_);
     ASSERT_EQ(l.status, 200) << l.text;
     for (const json& j : l.body["jobs"]) EXPECT_EQ(j["tenant"], "search") << q;

@@ -2,6 +2,7 @@
 // submission's fields, what each role may do, token handling, metrics text.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "server/job_request.h"
 #include "server/json_body.h"
 #include "server/metrics.h"
+#include "server/request_fuzz.h"
 #include "store/store.h"
 
 namespace tidal::server {
@@ -240,6 +242,26 @@ TEST(Metrics, LabelEscapingAndHistogram) {
   EXPECT_NE(out.find("x_bucket{le=\"+Inf\"} 4\n"), std::string::npos) << out;
   EXPECT_NE(out.find("x_sum 56.5\n"), std::string::npos) << out;
   EXPECT_NE(out.find("x_count 4\n"), std::string::npos) << out;
+}
+
+// The fuzz target's checks over the seed corpus and tricky inputs (so they
+// run under g++ in CI; libFuzzer runs them on millions more, docs/server.md).
+TEST(RequestFuzz, CorpusAndTrickyInputsHoldTheChecks) {
+  std::vector<std::string> inputs = {
+      "", "{", "}", "[]", "null", "0", "\"x\"", "{}", "{\"submit\": null}", "{\"submit\": [1, 2]}",
+      "{\"submit\": [{\"gpus\": 1, \"estimated_runtime_s\": 1}]}", "{\"gpus\": 1, \"estimated_runtime_s\": 1}",
+      "{\"gpus\": 100000, \"estimated_runtime_s\": 31536000, \"runtime_s\": 31536000}",
+      "{\"gpu_milli\": 999, \"estimated_runtime_s\": 5, \"gpu_model\": [\"a\",\"b\"]}",
+      "{\"gpus\": 1, \"estimated_runtime_s\": 1, \"topology\": {}}", std::string("{\"gpus\":\0 1}", 12),
+      "{\"gpus\": 1, \"estimated_runtime_s\": 1, \"name\": \"\\ud800\"}", std::string(70000, '['),
+      "{\"a\":" + std::string(5000, '[') + std::string(5000, ']') + "}", "{\"gpus\": -0, \"estimated_runtime_s\": 1}",
+  };
+  for (const char* f : {"submit-full.json", "submit-shared.json", "simulate.json", "dup.json"}) {
+    std::ifstream in(std::string(TIDAL_SOURCE_DIR) + "/src/server/fuzz_corpus/" + f);
+    ASSERT_TRUE(in) << f;
+    inputs.emplace_back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  for (const std::string& s : inputs) FuzzRequest(s);
 }
 
 }  // namespace

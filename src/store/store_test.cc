@@ -475,7 +475,7 @@ TEST_P(Conformance, AppliesMissingMigrations) {
     auto store = MustOpen(url());
     ASSERT_TRUE(store);
     ASSERT_TRUE(store->Write([](Tx& tx) -> Status {
-      for (const char* t : {"ledger_holds", "ledger_transfers", "ledger_accounts"})
+      for (const char* t : {"ledger_holds", "ledger_transfers", "ledger_accounts", "jobs", "api_tokens", "audit_log", "daemon_meta"})
         TIDAL_RETURN_IF_ERROR(tx.Exec(fmt::format("DROP TABLE {}", t)));
       return Done(tx.Exec("UPDATE tidal_meta SET value = '0' WHERE key = 'schema_version'"));
     }));
@@ -484,8 +484,32 @@ TEST_P(Conformance, AppliesMissingMigrations) {
   ASSERT_TRUE(store);
   EXPECT_EQ(store->schema_version(), LatestSchemaVersion());
   EXPECT_EQ(CountRows(*store, "ledger_transfers"), 0);
+  EXPECT_EQ(CountRows(*store, "jobs"), 0);
   Rows v = MustQuery(*store, "SELECT value FROM tidal_meta WHERE key = 'schema_version'");
   EXPECT_EQ(AsText(v.rows.at(0), 0).value(), std::to_string(LatestSchemaVersion()));
+}
+
+TEST_P(Conformance, UpgradesALedgerOnlyStoreToTheDaemonsSchema) {
+  // A store from before the daemon (version 1: the ledger, with an account)
+  // gets migration 2 and keeps its data.
+  {
+    auto store = MustOpen(url());
+    ASSERT_TRUE(store);
+    MustWrite(*store,
+              "INSERT INTO ledger_accounts (name, kind, flags, debits_pending, debits_posted, credits_pending, "
+              "credits_posted, created_seq) VALUES ('acme', 'tenant', 0, 0, 0, 0, 0, 1)");
+    ASSERT_TRUE(store->Write([](Tx& tx) -> Status {
+      for (const char* t : {"jobs", "api_tokens", "audit_log", "daemon_meta"})
+        TIDAL_RETURN_IF_ERROR(tx.Exec(fmt::format("DROP TABLE {}", t)));
+      return Done(tx.Exec("UPDATE tidal_meta SET value = '1' WHERE key = 'schema_version'"));
+    }));
+  }
+  auto store = MustOpen(url());
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(CountRows(*store, "ledger_accounts"), 1);
+  EXPECT_EQ(CountRows(*store, "api_tokens"), 0);
+  EXPECT_EQ(CountRows(*store, "audit_log"), 0);
 }
 
 TEST_P(Conformance, NewerSchemaIsRefusedAndLeftAlone) {
