@@ -898,5 +898,90 @@ TEST(TenantQueue, PolicyOptions) {
   EXPECT_EQ(*ParseTenantOrder("las"), TenantOrder::kLas);
 }
 
+// Cancellation (the daemon's API): a waiting job is withdrawn, a running
+// one's run is cut at the cancel time, and fair share counts only what ran.
+TEST(TenantQueue, WithdrawRemovesOnlyAWaitingJob) {
+  // A's floor is the whole cluster: nothing is reclaimed from it.
+  Harness h(2, Tree({{"A", 16}, {"B", 0}}), QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 16, 1000, 0);
+  EXPECT_EQ(Harness::Started(h.Schedule(0)), std::vector<std::string>{"A1"});
+  const Job& a2 = h.Push("A", 8, 100, 1);
+  const Job& b3 = h.Push("B", 8, 100, 1);
+  h.Schedule(1);
+  EXPECT_EQ(h.queue->waiting(), 2u);
+  ASSERT_TRUE(h.queue->Withdraw(a2.id));
+  h.Check();
+  EXPECT_EQ(h.queue->waiting(), 1u);
+  EXPECT_EQ(h.queue->waiting_shapes().begin()->second.count, 1);  // b3's shape only
+  EXPECT_EQ(h.queue->Withdraw(a2.id).error().code, ErrorCode::kNotFound);  // gone already
+  EXPECT_EQ(h.queue->Withdraw(a1.id).error().code, ErrorCode::kNotFound);  // running: cut, not withdrawn
+  EXPECT_EQ(h.queue->Withdraw(999).error().code, ErrorCode::kNotFound);
+  h.Finish(a1);
+  EXPECT_EQ(Harness::Started(h.Schedule(1000)), std::vector<std::string>{"B3"});  // a2 never runs
+  (void)b3;
+}
+
+TEST(TenantQueue, ACutRunCountsOnlyWhatRanInFairShare) {
+  // A's job is cancelled after 100 s, B's runs 500 s: A has used less, so at
+  // 500 s A's whole-cluster job goes before B's. Were A's run counted to its
+  // planned 1000 s, B would go first.
+  Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 8, 1000, 0);
+  const Job& b1 = h.Push("B", 8, 500, 0);
+  EXPECT_EQ(h.Schedule(0).started.size(), 2u);
+  EXPECT_EQ(h.queue->CutRun(a1.id, -5).error().code, ErrorCode::kInvalidArgument);  // before its start
+  EXPECT_EQ(h.queue->CutRun(999, 100).error().code, ErrorCode::kNotFound);
+  ASSERT_TRUE(h.queue->CutRun(a1.id, 100));
+  h.Finish(a1);
+  h.Push("B", 16, 100, 400);
+  h.Push("A", 16, 100, 450);
+  h.Finish(b1);
+  EXPECT_EQ(Harness::Started(h.Schedule(500)), std::vector<std::string>{"A4"});
+}
+
+TEST(JobQueue, WithdrawAndCutRun) {
+  std::vector<NodeSpec> specs = {{"n0", 64000, 262144, 8, "H100"}};
+  auto profile = plugins::MakePolicyProfile("first-fit", nullptr);
+  ASSERT_TRUE(profile);
+  Scheduler scheduler(std::move(*ClusterState::Build(specs)), std::move(*profile), 1);
+  JobQueue q(scheduler, QueuePolicy::kFifoBackfill);
+  std::deque<Job> jobs;
+  auto job = [&](JobId id, int gpus, int64_t d) -> const Job& {
+    Job j;
+    j.id = id;
+    j.name = fmt::format("j{}", id);
+    j.num_gpu = gpus;
+    j.gpu_milli = kMilliPerGpu;
+    j.submit_time_s = 0;
+    j.duration_s = d;
+    jobs.push_back(j);
+    std::vector<UnresolvableJob> u;
+    EXPECT_TRUE(q.Push(jobs.back(), u));
+    return jobs.back();
+  };
+  const Job& a = job(1, 8, 100);
+  const Job& b = job(2, 8, 100);
+  const Job& c = job(3, 4, 100);
+  auto p = q.Schedule(0);
+  ASSERT_TRUE(p);
+  ASSERT_EQ(p->started.size(), 1u);
+  EXPECT_EQ(q.waiting(), 2u);
+  // The head (b) leaves; c is the head now and starts when a ends.
+  ASSERT_TRUE(q.Withdraw(b.id));
+  EXPECT_EQ(q.waiting(), 1u);
+  EXPECT_EQ(q.head(), &c);
+  EXPECT_EQ(q.Withdraw(b.id).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(q.Withdraw(a.id).error().code, ErrorCode::kNotFound);  // running
+  EXPECT_EQ(q.CutRun(c.id, 10).error().code, ErrorCode::kNotFound);  // waiting
+  EXPECT_EQ(q.CutRun(a.id, -1).error().code, ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(q.CutRun(a.id, 40));
+  EXPECT_EQ(q.RunEnd(a.id), 40);  // its run ends at the cut
+  ASSERT_TRUE(q.Finish(a));
+  p = q.Schedule(40);
+  ASSERT_TRUE(p);
+  ASSERT_EQ(p->started.size(), 1u);
+  EXPECT_EQ(p->started[0], &c);
+}
+
 }  // namespace
 }  // namespace tidal
