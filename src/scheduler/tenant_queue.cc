@@ -497,6 +497,15 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     const bool borrowed_las = las_borrowed && v.tier != Tier::kGuaranteed && v.job->priority <= e.job->priority &&
                               LasQueue(v, now) > my_queue;
     if (!(other_reclaim || borrowed_las) || !gpu_res_) return false;
+    // Kueue's looser rule is for guarantees only: a victim taken by the
+    // optional LAS-on-borrowed rule alone must leave its tenant at or above
+    // its floor, or the tenant reclaims it straight back (a preemption loop).
+    if (!other_reclaim && !strict) {
+      int64_t usage = usage_.usage(v.tenant, *gpu_res_) - v.request.job->TotalGpuMilli();
+      for (size_t i : chosen)
+        if (cand_entries[i]->tenant == v.tenant) usage -= cand_entries[i]->request.job->TotalGpuMilli();
+      return usage >= usage_.subtree(v.tenant, *gpu_res_);
+    }
     return still_borrowing_after(v, chosen);
   };
   auto plan_once = [&]() {

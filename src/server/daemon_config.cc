@@ -58,8 +58,11 @@ Result<DaemonConfig> ReadDaemonConfig(const std::string& path) {
   auto where = [&](const YAML::Node& n) { return fmt::format("{}:{}", path, n.Mark().line + 1); };
   DaemonConfig c;
   c.source = path;
-  std::string digest_input = text;
+  // The digest covers what the config says (its parsed form: comments and
+  // layout do not count) and the content of every file it names.
+  std::string digest_input;
   try {
+    digest_input = YAML::Dump(doc);
     if (!doc.IsMap() || !doc["version"] || doc["version"].as<int>() != 1)
       return MakeError(ErrorCode::kParse, "{}:1: a serve config starts with 'version: 1'", path);
     static const std::set<std::string> known = {"version", "name", "topology", "trace", "clock", "scheduler", "market", "reports"};
@@ -139,7 +142,9 @@ Result<DaemonConfig> ReadDaemonConfig(const std::string& path) {
                            where(kv.first), kv.first.as<std::string>());
       if (s["placer"]) c.placer = s["placer"].as<std::string>();
       if (s["queue"]) {
-        TIDAL_ASSIGN_OR_RETURN(c.queue, ParseQueuePolicy(s["queue"].as<std::string>()));
+        auto q = ParseQueuePolicy(s["queue"].as<std::string>());
+        if (!q) return MakeError(ErrorCode::kParse, "{}: scheduler.queue: {}", where(s["queue"]), q.error().message);
+        c.queue = *q;
       }
       if (s["tenants"]) tenants = s["tenants"].as<std::string>();
       if (s["seed"]) c.seed = s["seed"].as<uint64_t>();

@@ -28,7 +28,7 @@ inline constexpr JobId kTraceIdBase = JobId{1} << 40;
 
 struct DaemonConfig {
   std::string source;  // the file it was read from
-  std::string digest;  // SHA-256 of the file's text and every file it names
+  std::string digest;  // SHA-256 of the parsed config (not its comments) and every file it names
   std::string name;
   std::shared_ptr<const topo::Topology> topology;
   std::vector<NodeSpec> nodes;
