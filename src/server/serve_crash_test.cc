@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "store/store_testing.h"
+
 extern char** environ;
 
 namespace {
@@ -34,10 +36,9 @@ struct Proc {
 };
 
 // Starts `tidal serve` and waits for its "listening on" line.
-Proc Start(const fs::path& dir, int round) {
+Proc Start(const fs::path& dir, const std::string& store, int round) {
   const std::string out = (dir / ("serve-" + std::to_string(round) + ".out")).string();
   const std::string config = (dir / "serve.yaml").string();
-  const std::string store = "sqlite:" + (dir / "t.db").string();
   const std::string tokenf = (dir / "admin-token").string();
   std::vector<std::string> args = {TIDAL_BINARY, "serve", "--config", config, "--store", store, "--listen", "127.0.0.1:0",
                                    "--admin-token-file", tokenf, "--dashboard", (dir / "none").string()};
@@ -88,8 +89,9 @@ struct Acked {
   int gpus = 0;
 };
 
-TEST(ServeCrash, KilledAtRandomItLosesNoAcceptedJobAndNeverDoubleAllocates) {
-  const fs::path dir = fs::temp_directory_path() / ("tidal-serve-crash-" + std::to_string(::getpid()));
+// `rounds` kills on the store at `store_url` ("" = a SQLite file in the test's folder).
+void RunCrashes(const std::string& store_url, int rounds, const char* label) {
+  const fs::path dir = fs::temp_directory_path() / ("tidal-serve-crash-" + std::to_string(::getpid()) + "-" + label);
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string src = TIDAL_SOURCE_DIR;
@@ -98,7 +100,7 @@ TEST(ServeCrash, KilledAtRandomItLosesNoAcceptedJobAndNeverDoubleAllocates) {
                                     << "trace: {jobs: " << src << "/data/colocate/philly-2017-10-09-2weeks.csv, format: philly, load: 1.5, limit: 3000}\n"
                                     << "clock: {speed: 3600}\n"
                                     << "scheduler: {placer: topo, queue: tidal, tenants: proportional, seed: 1, start_estimate_samples: 2}\n";
-  const int rounds = 8;
+  const std::string store = store_url.empty() ? "sqlite:" + (dir / "t.db").string() : store_url;
   std::mt19937_64 rng(20261201);
   std::map<std::string, Acked> acked;  // by idempotency key
   std::mutex mu;
@@ -106,7 +108,7 @@ TEST(ServeCrash, KilledAtRandomItLosesNoAcceptedJobAndNeverDoubleAllocates) {
   std::string token;
   int64_t submitted_total = 0;
   for (int round = 0; round < rounds; ++round) {
-    Proc p = Start(dir, round);
+    Proc p = Start(dir, store, round);
     ASSERT_GT(p.pid, 0);
     if (token.empty()) {
       std::ifstream in(dir / "admin-token");
@@ -191,7 +193,7 @@ TEST(ServeCrash, KilledAtRandomItLosesNoAcceptedJobAndNeverDoubleAllocates) {
     for (std::thread& t : clients) t.join();
   }
   // A clean last start: the whole history is consistent.
-  Proc p = Start(dir, rounds);
+  Proc p = Start(dir, store, rounds);
   ASSERT_GT(p.pid, 0);
   httplib::Client c("127.0.0.1", p.port);
   auto h = c.Get("/healthz");
@@ -207,9 +209,18 @@ TEST(ServeCrash, KilledAtRandomItLosesNoAcceptedJobAndNeverDoubleAllocates) {
   ::waitpid(p.pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a SIGTERM stops it cleanly";
   EXPECT_GT(acked.size(), 50u) << "too few submissions were acknowledged to mean anything";
-  std::printf("serve crash: %d kills, %zu jobs acknowledged (%lld answers incl. retries), none lost\n", rounds, acked.size(),
+  std::printf("serve crash (%s): %d kills, %zu jobs acknowledged (%lld answers incl. retries), none lost\n", label, rounds, acked.size(),
               static_cast<long long>(submitted_total));
   fs::remove_all(dir);
+}
+
+TEST(ServeCrash, KilledAtRandomItLosesNoAcceptedJobAndNeverDoubleAllocates) { RunCrashes("", 8, "sqlite"); }
+
+TEST(ServeCrash, OnPostgresqlToo) {
+  auto db = tidal::store::testing::FreshStore(tidal::store::testing::Backend::kPostgres);
+  if (!db) GTEST_SKIP() << db.error().message;
+  const std::string url = (*db)->url();
+  RunCrashes(url, 4, "postgresql");
 }
 
 }  // namespace
