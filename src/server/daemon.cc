@@ -329,6 +329,13 @@ Status Daemon::Step() {
     std::lock_guard lock(mu_);
     for (JobId id : taken) accepted_.erase(id);
   }
+  // Prices move on between events too: the utilisation since the last
+  // batch holds, and the periods that ended by now are announced (the same
+  // announcements a replay makes, since it holds the same values).
+  if (prices_ && now > price_clock_) {
+    TIDAL_RETURN_IF_ERROR(prices_->AdvanceTo(now));
+    price_clock_ = now;
+  }
   Status flushed = Flush();
   {
     std::lock_guard lock(mu_);

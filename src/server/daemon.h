@@ -159,6 +159,7 @@ class Daemon {
   std::map<std::string, std::string> balances_;  // by account, refreshed every 2 s of wall time
   double balances_at_ = -1e18;
   Status ObservePrices(int64_t t);
+  int64_t price_clock_ = 0;  // the pricers have been advanced to here
   std::unordered_map<JobId, std::string> reasons_;  // pending job -> its first blocking cause
   double reasons_at_ = -1e18;
   bool catching_up_ = false;

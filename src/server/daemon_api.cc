@@ -221,7 +221,7 @@ void Daemon::Publish() {
   }
   // Prices in force at the last batch (the pricer has seen every batch up to it).
   if (prices_) {
-    const int64_t at = std::max(last_batch_, epoch_wall_);
+    const int64_t at = std::max({last_batch_, epoch_wall_, price_clock_});
     if (prices_->AdvanceTo(at)) {
       for (size_t m = 0; m < c.models().size(); ++m) {
         const std::string& model = c.models().Name(static_cast<GpuModelId>(m));

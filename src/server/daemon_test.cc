@@ -5,9 +5,12 @@
 // what a crash kept from the store.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "server/daemon.h"
+#include "market/market_config.h"
 #include "server/job_rows.h"
 #include "store/store_testing.h"
 #include "tenancy/tenants_file.h"
@@ -277,6 +280,9 @@ TEST_P(DaemonTest, ARestartReplaysToTheSameState) {
   // A second daemon on the same store, at the same moment.
   Open();
   EXPECT_EQ(d_->reconciled(), 0);
+  // Its counters start afresh: the replay of the past is not counted again.
+  EXPECT_EQ(d_->metrics().scheduled.load(), 0);
+  EXPECT_EQ(d_->metrics().unschedulable.load(), 0);
   const auto after = Stored();
   ASSERT_EQ(before.size(), after.size());
   for (const auto& [id, v] : before) {
@@ -288,9 +294,14 @@ TEST_P(DaemonTest, ARestartReplaysToTheSameState) {
     EXPECT_EQ(v.placement, w.placement);
     EXPECT_EQ(Get(id).state, states[id]);
   }
+  // New jobs get new ids after the restart.
+  const JobId next = Submit(kAds, Req(1, 10));
+  EXPECT_EQ(next, ids.back() + 1);
+  EXPECT_EQ(Get(next).state, "accepted");
   // And both go on alike: the restarted one ends the jobs when the first would have.
   wall_ += 3000;
   Step();
+  EXPECT_GT(d_->metrics().scheduled.load(), 0);
   for (JobId id : ids) EXPECT_NE(Get(id).state, "running") << id;
 }
 
@@ -359,6 +370,83 @@ TEST_P(DaemonTest, TraceJobsArriveOnTheirOwn) {
   auto refused = Daemon::Open(other, db_->store(), [this] { return wall_; });
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("differs"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("(digest test-digest)"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("(digest another)"), std::string::npos) << refused.error().message;
+}
+
+TEST_P(DaemonTest, PricesFollowTheClustersUtilisation) {
+  // The default market: base 4.0 per H100-hour, multiplier 1 until the first
+  // announcements (lead 2 periods of 1 h), then the curve at the moving
+  // average of utilisation, up by at most 0.1 a period. A full cluster for
+  // 6 hours must raise the standard price; an idle one lowers it.
+  auto db = store::testing::FreshStore(GetParam());
+  ASSERT_TRUE(db);
+  d_.reset();
+  db_ = std::move(*db);
+  DaemonConfig c = SmallConfig();
+  c.market = market::DefaultMarketConfig();
+  auto d = Daemon::Open(c, db_->store(), [this] { return wall_; });
+  ASSERT_TRUE(d) << d.error().message;
+  d_ = std::move(*d);
+  auto standard = [&] {
+    for (const Price& p : d_->snapshot()->prices)
+      if (p.gpu_model == "H100" && p.tier == "standard") return p.per_gpu_hour;
+    return -1.0;
+  };
+  Step();
+  EXPECT_DOUBLE_EQ(standard(), 4.0);
+  Submit(kAds, Req(16, 100000));
+  Submit(kSearch, Req(16, 100000));
+  for (int h = 1; h <= 6; ++h) {
+    wall_ += 3600;
+    Step();
+  }
+  EXPECT_GT(standard(), 4.0);
+  EXPECT_FALSE(d_->snapshot()->price_history.empty());
+  EXPECT_GE(d_->snapshot()->price_history[0].entries.size(), 6u);
+}
+
+TEST_P(DaemonTest, TheSchedulingThreadTakesInputsAndEventsWhenTheyAreDue) {
+  // On its own thread, at 60x: a submission runs at once, and a trace job due
+  // 30 daemon seconds (0.5 wall s) after the start runs by 0.8 s — the thread
+  // sleeps until the next event, not a fixed second.
+  std::vector<Job> trace;
+  Job j;
+  j.id = kTraceIdBase;
+  j.name = "due";
+  j.group = "ads";
+  j.num_gpu = 1;
+  j.gpu_milli = 1000;
+  j.submit_time_s = 30;
+  j.duration_s = 100000;
+  trace.push_back(j);
+  auto db = store::testing::FreshStore(GetParam());
+  ASSERT_TRUE(db);
+  d_.reset();
+  db_ = std::move(*db);
+  DaemonConfig c = SmallConfig(trace);
+  c.speed = 60;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto d = Daemon::Open(c, db_->store(), [t0] {
+    return kEpoch + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
+  ASSERT_TRUE(d) << d.error().message;
+  d_ = std::move(*d);
+  d_->Start();
+  const JobId id = Submit(kAds, Req(1, 100000));
+  auto state_at = [&](JobId job, double by_s) {
+    std::string st;
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < by_s) {
+      auto v = d_->GetJob(job, kAdmin);
+      st = v ? v->state : "";
+      if (st == "running") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return st;
+  };
+  EXPECT_EQ(state_at(id, 0.3), "running");
+  EXPECT_EQ(state_at(kTraceIdBase, 0.8), "running");
+  d_->Stop();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DaemonTest, ::testing::ValuesIn(store::testing::AllBackends()),

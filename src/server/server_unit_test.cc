@@ -207,7 +207,15 @@ TEST(Tokens, CreateAuthenticateRevokeAndOnlyHashesStored) {
   std::string wrong = t->token;
   wrong.back() = wrong.back() == 'a' ? 'b' : 'a';
   EXPECT_FALSE(tokens.Authenticate(wrong, 100));
-  EXPECT_FALSE(tokens.Authenticate("tidal_" + t->principal.token_id, 100));
+  auto short_one = tokens.Authenticate("tidal_" + t->principal.token_id, 100);
+  ASSERT_FALSE(short_one);
+  EXPECT_NE(short_one.error().message.find("malformed"), std::string::npos) << short_one.error().message;
+  auto long_one = tokens.Authenticate(t->token + "x", 100);
+  ASSERT_FALSE(long_one);
+  EXPECT_NE(long_one.error().message.find("malformed"), std::string::npos) << long_one.error().message;
+  auto other_prefix = tokens.Authenticate("tidel_" + t->token.substr(6), 100);
+  ASSERT_FALSE(other_prefix);
+  EXPECT_NE(other_prefix.error().message.find("malformed"), std::string::npos);
   EXPECT_FALSE(tokens.Authenticate("", 100));
   EXPECT_FALSE(tokens.Authenticate(std::string(47, 'x'), 100));
   ASSERT_TRUE(tokens.Revoke(t->principal.token_id, 101));
