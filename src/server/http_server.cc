@@ -3,7 +3,10 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <charconv>
+#include <chrono>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -97,6 +100,7 @@ struct HttpServer::Impl {
   httplib::Server svr;
   int port = 0;
   int listen_fd = -1;
+  std::atomic<bool> serving{false};
   std::optional<market::Ledger> ledger;
 
   Impl(Daemon& daemon, TokenStore& t, HttpOptions options) : d(daemon), tokens(t), o(std::move(options)) {}
@@ -607,9 +611,17 @@ Status HttpServer::Listen() {
   return Ok();
 }
 
-void HttpServer::Serve() { impl_->svr.listen_after_bind(); }
+void HttpServer::Serve() {
+  impl_->serving = true;
+  impl_->svr.listen_after_bind();
+}
 void HttpServer::Stop() {
-  if (impl_ && impl_->svr.is_running()) impl_->svr.stop();
+  if (!impl_) return;
+  // A Stop racing a Serve that has not reached its accept loop yet would be
+  // lost (the loop would then run for ever): wait for it to run first.
+  for (int i = 0; i < 400 && impl_->serving && !impl_->svr.is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  impl_->svr.stop();
 }
 int HttpServer::port() const { return impl_->port; }
 

@@ -46,9 +46,12 @@ class HttpTest : public ::testing::Test {
     ASSERT_TRUE(d) << d.error().message;
     daemon_ = std::move(*d);
     tokens_ = std::make_unique<TokenStore>(*store_);
-    auto mk = [](Role r, std::string tenant, std::string name) {
+    auto mk = [](Role r, std::string tenant, std::string name) -> std::string {
       auto t = tokens_->Create(r, std::move(tenant), std::move(name), "test", 1);
-      EXPECT_TRUE(t);
+      if (!t) {
+        ADD_FAILURE() << "cannot create a token: " << t.error().message;
+        return "";
+      }
       return t->token;
     };
     admin_ = mk(Role::kAdmin, "", "admin");
@@ -72,6 +75,8 @@ class HttpTest : public ::testing::Test {
     store_.reset();
     std::filesystem::remove_all(dir_);
   }
+
+  void SetUp() override { ASSERT_TRUE(server_ && !admin_.empty()) << "the suite's daemon did not start"; }
 
   struct Answer {
     int status = 0;
