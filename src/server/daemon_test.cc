@@ -110,6 +110,14 @@ TEST_P(DaemonTest, AJobRunsOnTheDaemonClockAndEnds) {
   ASSERT_EQ(v.placement.size(), 1u);
   EXPECT_EQ(v.placement[0]["gpus"].size(), 8u);
   EXPECT_EQ(Stored().at(id).state, "running");
+  // A submission in the same second as that batch goes into the next second:
+  // never into a batch that already ran (a replay would merge them).
+  const JobId same = Submit(kSearch, Req(1, 10));
+  Step();
+  EXPECT_EQ(Get(same).started_at, static_cast<int64_t>(kEpoch) + 2);
+  ASSERT_TRUE(d_->Cancel(same, kSearch, kAudit));
+  Step();
+  EXPECT_EQ(Get(same).ended_at, static_cast<int64_t>(kEpoch) + 3);
   auto s = d_->snapshot();
   EXPECT_EQ(s->running, 1);
   EXPECT_DOUBLE_EQ(s->gpus_allocated, 8);
