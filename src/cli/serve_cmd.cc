@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "common/data_path.h"
 #include "server/auth.h"
 #include "server/daemon.h"
 #include "server/daemon_config.h"
@@ -46,17 +47,7 @@ int Fail(std::string_view cmd, const std::string& msg) {
 }
 
 // web/dist under the working directory, else next to the binary's source tree.
-std::string DefaultDashboard() {
-  const std::string rel = "web/dist";
-  if (std::filesystem::exists(rel + "/index.html")) return rel;
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto near = exe.parent_path().parent_path() / rel;
-    if (std::filesystem::exists(near / "index.html")) return near.string();
-  }
-  return rel;
-}
+std::string DefaultDashboard() { return FindShippedPath("web/dist", "index.html"); }
 
 std::string DefaultAdminTokenFile(const std::string& store_url) {
   if (store_url.starts_with("sqlite:") && store_url != "sqlite::memory:") {

@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "common/data_path.h"
 #include "sim/colocate.h"
 
 namespace tidal::cli {
@@ -22,17 +23,7 @@ struct ColocateArgs {
 
 // data/colocate/default.yaml under the working directory, else next to the
 // binary's source tree (build/tidal -> ../data).
-std::string DefaultConfig() {
-  const std::string rel = "data/colocate/default.yaml";
-  if (std::filesystem::exists(rel)) return rel;
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto near = exe.parent_path().parent_path() / rel;
-    if (std::filesystem::exists(near)) return near.string();
-  }
-  return rel;
-}
+std::string DefaultConfig() { return FindShippedPath("data/colocate/default.yaml"); }
 
 int Run(const ColocateArgs& a) {
   auto fail = [](const Error& e) {

@@ -282,12 +282,8 @@ ApiResult<Daemon::Submitted> Daemon::Submit(SubmitRequest r, const Principal& by
   v.id = id;
   v.name = r.name.empty() ? fmt::format("job-{}", id) : r.name;
   v.tenant = r.tenant;
-  v.gpus = r.gpu_milli > 0 ? 1 : r.gpus;
-  v.gpu_milli = r.gpu_milli > 0 ? r.gpu_milli : kMilliPerGpu;
-  v.gpu_model = r.gpu_model;
+  FillFromRequest(v, r);
   v.tier = TierOf(r.tenant);
-  v.priority = r.priority;
-  v.estimated_runtime_s = r.estimated_runtime_s;
   v.submitted_at = now;
   bool created = false;
   std::optional<std::pair<JobId, std::string>> existing;  // (id, spec hash) under the same key

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/data_path.h"
 #include "plugins/registry.h"
 #include "server/auth.h"
 #include "sim/workload_input.h"
@@ -35,16 +36,8 @@ Result<std::string> Slurp(const std::string& path) {
 }  // namespace
 
 std::string DefaultDaemonConfigPath() {
-  const std::string rel = "data/serve/default.yaml";
   if (const char* d = std::getenv("TIDAL_DATA_DIR"); d && *d) return (std::filesystem::path(d) / "serve/default.yaml").string();
-  if (std::filesystem::exists(rel)) return rel;
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto near = exe.parent_path().parent_path() / rel;
-    if (std::filesystem::exists(near)) return near.string();
-  }
-  return rel;
+  return FindShippedPath("data/serve/default.yaml");
 }
 
 Result<DaemonConfig> ReadDaemonConfig(const std::string& path) {

@@ -42,13 +42,16 @@ Result<StoredJob> JobFromRow(const store::Row& row) {
   TIDAL_ASSIGN_OR_RETURN(int64_t pre, store::AsInt(row, 13));
   v.preemptions = static_cast<int32_t>(pre);
   TIDAL_ASSIGN_OR_RETURN(v.reason, store::AsText(row, 14));
-  const SubmitRequest& r = s.request;
+  FillFromRequest(v, s.request);
+  return s;
+}
+
+void FillFromRequest(JobView& v, const SubmitRequest& r) {
   v.gpus = r.gpu_milli > 0 ? 1 : r.gpus;
   v.gpu_milli = r.gpu_milli > 0 ? r.gpu_milli : kMilliPerGpu;
   v.gpu_model = r.gpu_model;
   v.priority = r.priority;
   v.estimated_runtime_s = r.estimated_runtime_s;
-  return s;
 }
 
 SubmitRequest TraceRequest(const Job& job) {

@@ -26,6 +26,8 @@ struct StoredJob {
 
 Result<StoredJob> JobFromRow(const store::Row& row);
 
+// What a view takes from its request: sizes, models, priority, estimate.
+void FillFromRequest(JobView& v, const SubmitRequest& r);
 // The view of a trace job that arrived at t.
 JobView TraceView(const Job& job, int64_t t);
 // The request a trace job would have been (the row's spec).
