@@ -43,7 +43,8 @@ void QuotaCauses(const Job& job, const ExplainContext& ctx, std::vector<Blocking
                    fmt::format("quota: tenant {} needs {}, floor {}, in use {}, own unused {}, borrowable {} ({})", name,
                                Amount(res, v), Amount(res, floor), Amount(res, used), Amount(res, own),
                                Amount(res, std::max<int64_t>(0, avail - own)), why),
-                   v - avail, true});
+                   v - avail, true,
+                   res == "cpu" ? "milli-cpu" : res == "memory" ? "MiB" : res.starts_with("gpu") ? "milli-gpu" : res});
   }
 }
 

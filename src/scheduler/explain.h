@@ -27,8 +27,9 @@ namespace tidal {
 struct BlockingCause {
   std::string kind;      // gpu-model, quota, capacity, topology, placement, reservation
   std::string detail;    // the sentence a person reads
-  int64_t shortfall = 0; // in the cause's unit (GPUs for capacity, the resource's unit for quota), 0 if none
+  int64_t shortfall = 0; // in `unit`, 0 if none
   bool resolvable = true;
+  std::string unit = "gpu";  // of the shortfall: gpu (capacity, topology), or the quota resource's (milli-gpu, milli-cpu, MiB)
 };
 
 struct ExplainContext {

@@ -481,8 +481,15 @@ Result<nlohmann::json> Daemon::ExplainNow(JobId id) {
   out["state"] = it->second.view.state;
   nlohmann::json causes = nlohmann::json::array();
   if (!replay_->running(id)) {
-    for (const BlockingCause& c : replay_->queue().Explain(*it->second.job))
-      causes.push_back({{"kind", c.kind}, {"detail", c.detail}, {"shortfall", c.shortfall}, {"resolvable", c.resolvable}});
+    for (const BlockingCause& c : replay_->queue().Explain(*it->second.job)) {
+      // GPU shortfalls in GPUs (quota counts milli-GPU); others in their unit.
+      const bool milli_gpu = c.unit == "milli-gpu";
+      causes.push_back({{"kind", c.kind},
+                        {"detail", c.detail},
+                        {"shortfall", milli_gpu ? nlohmann::json(static_cast<double>(c.shortfall) / kMilliPerGpu) : nlohmann::json(c.shortfall)},
+                        {"shortfall_unit", milli_gpu ? "gpu" : c.unit},
+                        {"resolvable", c.resolvable}});
+    }
     TIDAL_ASSIGN_OR_RETURN(
         sim::StartEstimate e,
         sim::EstimateStart(*replay_, id, {.f = 2, .samples = config_.start_estimate_samples, .seed = config_.seed}));

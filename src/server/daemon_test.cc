@@ -248,6 +248,16 @@ TEST_P(DaemonTest, ExplainAndWhatIf) {
   ASSERT_TRUE(e) << e.error().message;
   EXPECT_EQ((*e)["state"], "pending");
   EXPECT_FALSE((*e)["causes"].empty());
+  // Its quota shortfall is in GPUs (the queue counts milli-GPU): search is at
+  // its 16-GPU floor and the cohort's other 16 are in use.
+  bool quota_seen = false;
+  for (const auto& c : (*e)["causes"]) {
+    if (c["kind"] != "quota") continue;
+    quota_seen = true;
+    EXPECT_EQ(c["shortfall_unit"], "gpu");
+    EXPECT_DOUBLE_EQ(c["shortfall"].get<double>(), 8);
+  }
+  EXPECT_TRUE(quota_seen) << e->dump();
   ASSERT_TRUE((*e)["start_estimate"]["p50"].is_number());
   // It starts when a 16-GPU job ends (its estimate: 1000 s), or earlier.
   const int64_t p50 = (*e)["start_estimate"]["p50"];

@@ -68,6 +68,8 @@ export interface Cause {
   kind: string;
   detail: string;
   shortfall: number;
+  /** unit of the shortfall: gpu, milli-cpu or MiB */
+  shortfall_unit?: string;
   resolvable: boolean;
 }
 

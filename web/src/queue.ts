@@ -153,7 +153,7 @@ class ExplainPanel {
               h(
                 'li',
                 { 'data-testid': 'explain-cause' },
-                h('div', { class: 'cause-head' }, h('span', { class: 'badge' }, c.kind), c.shortfall ? h('span', { class: 'muted' }, `short ${fmtGpus(c.shortfall)} GPUs`) : null, h('span', { class: c.resolvable ? 'ok' : 'bad' }, c.resolvable ? 'resolvable' : 'not resolvable')),
+                h('div', { class: 'cause-head' }, h('span', { class: 'badge' }, c.kind), c.shortfall ? h('span', { class: 'muted' }, (c.shortfall_unit ?? 'gpu') === 'gpu' ? `short ${fmtGpus(c.shortfall)} GPUs` : `short ${c.shortfall} ${c.shortfall_unit}`) : null, h('span', { class: c.resolvable ? 'ok' : 'bad' }, c.resolvable ? 'resolvable' : 'not resolvable')),
                 h('div', { class: 'cause-detail' }, c.detail),
               ),
             ),
