@@ -62,15 +62,24 @@ struct Audit {
   std::string method, path;
 };
 
+// Lists are newest first: by submission time, then id, both descending
+// (trace jobs' ids are above every API job's, so ids alone do not order by
+// age). A cursor is the last (submitted_at, id) of a page.
+struct JobCursor {
+  int64_t submitted_at = 0;
+  JobId id = 0;
+  auto operator<=>(const JobCursor&) const = default;
+};
+
 struct JobFilter {
   std::string tenant, state;
   int64_t limit = 100;
-  JobId before = 0;  // page token: ids below this (0 = from the newest)
+  std::optional<JobCursor> before;  // the page after this cursor (none: from the newest)
 };
 
 struct JobPage {
   std::vector<JobView> jobs;
-  JobId next_before = 0;  // 0 = last page
+  std::optional<JobCursor> next;  // none: the last page
 };
 
 class Daemon {

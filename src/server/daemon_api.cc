@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <limits>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -400,8 +401,9 @@ ApiResult<JobPage> Daemon::ListJobs(const JobFilter& f, const Principal& by) {
   JobPage page;
   // state=pending includes the jobs accepted but not yet seen by a cycle.
   auto state_ok = [&](const std::string& s) { return f.state.empty() || s == f.state || (f.state == "pending" && s == "accepted"); };
+  auto key = [](const JobView& v) { return JobCursor{v.submitted_at, v.id}; };
   auto keep = [&](const JobView& v) {
-    return (tenant.empty() || v.tenant == tenant) && state_ok(v.state) && (f.before == 0 || v.id < f.before);
+    return (tenant.empty() || v.tenant == tenant) && state_ok(v.state) && (!f.before || key(v) < *f.before);
   };
   if (f.state == "pending" || f.state == "running" || f.state == "accepted") {
     // Live jobs: from the snapshot (and the jobs not yet seen by a cycle).
@@ -410,10 +412,10 @@ ApiResult<JobPage> Daemon::ListJobs(const JobFilter& f, const Principal& by) {
     if (s)
       for (const JobView& v : s->jobs)
         if (keep(v)) all.push_back(&v);
-    std::sort(all.begin(), all.end(), [](const JobView* a, const JobView* b) { return a->id > b->id; });
+    std::sort(all.begin(), all.end(), [&](const JobView* a, const JobView* b) { return key(*a) > key(*b); });
     for (const JobView* v : all) {
       if (static_cast<int64_t>(page.jobs.size()) == f.limit) {
-        page.next_before = page.jobs.back().id;
+        page.next = key(page.jobs.back());
         break;
       }
       page.jobs.push_back(*v);
@@ -422,17 +424,19 @@ ApiResult<JobPage> Daemon::ListJobs(const JobFilter& f, const Principal& by) {
   }
   Status st = store_.Read([&](store::Tx& tx) -> Status {
     std::string sql = std::string(kJobSelect) + " WHERE 1 = 1";
-    // Unused filters compare with themselves, so the parameters stay fixed.
+    // Unused filters compare with themselves, so the parameters stay fixed;
+    // no cursor is one past the newest.
     sql += tenant.empty() ? " AND '' = ?" : " AND tenant = ?";
     sql += f.state.empty() ? " AND '' = ?" : " AND state = ?";
-    sql += f.before > 0 ? " AND id < ?" : " AND 0 = ?";
-    sql += fmt::format(" ORDER BY id DESC LIMIT {}", f.limit + 1);
-    const store::Value p[] = {tenant, f.state, f.before > 0 ? f.before : int64_t{0}};
+    sql += " AND (submitted_at < ? OR (submitted_at = ? AND id < ?))";
+    sql += fmt::format(" ORDER BY submitted_at DESC, id DESC LIMIT {}", f.limit + 1);
+    const JobCursor c = f.before.value_or(JobCursor{std::numeric_limits<int64_t>::max(), std::numeric_limits<JobId>::max()});
+    const store::Value p[] = {tenant, f.state, c.submitted_at, c.submitted_at, c.id};
     TIDAL_ASSIGN_OR_RETURN(store::Rows rows, tx.Query(sql, p));
     for (const store::Row& row : rows.rows) {
       TIDAL_ASSIGN_OR_RETURN(StoredJob sj, JobFromRow(row));
       if (static_cast<int64_t>(page.jobs.size()) == f.limit) {
-        page.next_before = page.jobs.back().id;
+        page.next = key(page.jobs.back());
         break;
       }
       sj.view.tier = TierOf(sj.view.tenant);

@@ -82,8 +82,8 @@ Result<DaemonConfig> ReadDaemonConfig(const std::string& path) {
       if (!t.IsMap() || !t["jobs"]) return MakeError(ErrorCode::kParse, "{}: 'trace:' needs jobs: (a trace file)", where(t));
       for (const auto& kv : t) {
         const std::string k = kv.first.as<std::string>();
-        if (k != "jobs" && k != "format" && k != "load" && k != "limit")
-          return MakeError(ErrorCode::kParse, "{}: unknown key trace.{} (known: jobs, format, load, limit)", where(kv.first), k);
+        if (k != "jobs" && k != "format" && k != "load" && k != "limit" && k != "backlog_s")
+          return MakeError(ErrorCode::kParse, "{}: unknown key trace.{} (known: jobs, format, load, limit, backlog_s)", where(kv.first), k);
       }
       const std::string jp = Resolve(base, t["jobs"].as<std::string>());
       TIDAL_ASSIGN_OR_RETURN(std::string j_text, Slurp(jp));
@@ -101,13 +101,18 @@ Result<DaemonConfig> ReadDaemonConfig(const std::string& path) {
       }
       const double load = t["load"] ? t["load"].as<double>() : 0;
       if (!(load >= 0 && load <= 100)) return MakeError(ErrorCode::kParse, "{}: trace.load must be in [0, 100]", where(t["load"]));
+      // A backlog: the arrivals of the first backlog_s (after compression)
+      // are already waiting at the start, so the cluster is busy from the
+      // first minute instead of filling up over hours.
+      const int64_t backlog = t["backlog_s"] ? t["backlog_s"].as<int64_t>() : 0;
+      if (backlog < 0) return MakeError(ErrorCode::kParse, "{}: trace.backlog_s must be >= 0", where(t["backlog_s"]));
       if (!jobs.empty()) {
         TIDAL_ASSIGN_OR_RETURN(sim::ArrivalScale scale, sim::ScaleArrivals(jobs, total_gpus, load, 0));
         (void)scale;
         const int64_t t0 = *jobs.front().submit_time_s;
         for (size_t i = 0; i < jobs.size(); ++i) {
           Job& j = jobs[i];
-          j.submit_time_s = *j.submit_time_s - t0;
+          j.submit_time_s = std::max<int64_t>(0, *j.submit_time_s - t0 - backlog);
           j.id = kTraceIdBase + static_cast<JobId>(i);
           j.end_time_s.reset();
           j.scheduled_time_s.reset();

@@ -230,12 +230,12 @@ TEST_P(DaemonTest, ListingIsScopedToTheTokensTenant) {
   auto p1 = d_->ListJobs({.limit = 1}, kAdmin);
   ASSERT_TRUE(p1);
   ASSERT_EQ(p1->jobs.size(), 1u);
-  ASSERT_NE(p1->next_before, 0);
-  auto p2 = d_->ListJobs({.limit = 1, .before = p1->next_before}, kAdmin);
+  ASSERT_TRUE(p1->next);
+  auto p2 = d_->ListJobs({.limit = 1, .before = p1->next}, kAdmin);
   ASSERT_TRUE(p2);
   ASSERT_EQ(p2->jobs.size(), 1u);
   EXPECT_EQ(p2->jobs[0].id, a);
-  EXPECT_EQ(p2->next_before, 0);
+  EXPECT_FALSE(p2->next);
 }
 
 TEST_P(DaemonTest, ExplainAndWhatIf) {
@@ -378,6 +378,16 @@ TEST_P(DaemonTest, TraceJobsArriveOnTheirOwn) {
   EXPECT_EQ(Get(kTraceIdBase + 1).state, "running");
   EXPECT_EQ(Get(kTraceIdBase + 1).source, "trace");
   EXPECT_FALSE(d_->GetJob(kTraceIdBase + 2, kAdmin));  // not arrived yet
+  // Lists are newest first by submission, though trace ids are the larger.
+  const JobId api = Submit(kAds, Req(1, 1000));
+  Step();
+  for (const char* state : {"", "running"}) {
+    auto l = d_->ListJobs({.state = state}, kAdmin);
+    ASSERT_TRUE(l);
+    ASSERT_GE(l->jobs.size(), 2u);
+    EXPECT_EQ(l->jobs[0].id, api) << state;
+    EXPECT_EQ(l->jobs[1].id, kTraceIdBase + 1) << state;
+  }
   // Trace jobs are not the API's to cancel.
   auto cancel = d_->Cancel(kTraceIdBase + 1, kAdmin, kAudit);
   ASSERT_FALSE(cancel);

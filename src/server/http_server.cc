@@ -78,15 +78,21 @@ ApiResult<int64_t> IntParam(const Request& req, const std::string& name, int64_t
   return out;
 }
 
-// The page token of a list: "b<id>" (ids below <id>).
-ApiResult<int64_t> PageToken(const Request& req) {
-  if (!req.has_param("page_token")) return 0;
+// The page token of a list: "b<submitted_at>.<id>" (the page after that job).
+ApiResult<std::optional<JobCursor>> PageToken(const Request& req) {
+  if (!req.has_param("page_token")) return std::optional<JobCursor>();
   const std::string v = req.get_param_value("page_token");
-  int64_t id = 0;
-  if (v.size() < 2 || v[0] != 'b' || std::from_chars(v.data() + 1, v.data() + v.size(), id).ec != std::errc() || id <= 0) {
-    return std::unexpected(BadRequest("page_token is not one this server gave out; start again without it", "page_token"));
+  JobCursor c;
+  const char* end = v.data() + v.size();
+  const char* dot = std::find(v.data(), end, '.');
+  bool ok = v.size() >= 4 && v[0] == 'b' && dot != end;
+  if (ok) {
+    auto [p1, e1] = std::from_chars(v.data() + 1, dot, c.submitted_at);
+    auto [p2, e2] = std::from_chars(dot + 1, end, c.id);
+    ok = e1 == std::errc() && p1 == dot && e2 == std::errc() && p2 == end && c.id > 0;
   }
-  return id;
+  if (!ok) return std::unexpected(BadRequest("page_token is not one this server gave out; start again without it", "page_token"));
+  return std::optional<JobCursor>(c);
 }
 
 std::string Credits(market::Micros m) { return market::FormatCredits(m); }
@@ -278,7 +284,8 @@ void HttpServer::Impl::Routes() {
             if (!page) return Fail(res, page.error());
             json jobs = json::array();
             for (const JobView& v : page->jobs) jobs.push_back(v.ToJson());
-            Reply(res, 200, {{"jobs", jobs}, {"next_page_token", page->next_before ? fmt::format("b{}", page->next_before) : ""}});
+            Reply(res, 200, {{"jobs", jobs},
+                             {"next_page_token", page->next ? fmt::format("b{}.{}", page->next->submitted_at, page->next->id) : ""}});
           }));
   Add("GET", "/v1/jobs/{id}", Authed([this](const Request&, Response& res, const Principal& p, const Args& args) {
             auto v = d.GetJob(std::stoll(args[0]), p);
