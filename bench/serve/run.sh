@@ -7,17 +7,20 @@
 #     about 11k requests/s);
 #  2. durable submissions: wrk POST /v1/jobs, 64 connections (SQLite,
 #     synchronous=FULL, group commit).
-# Usage: bench/serve/run.sh [BUILD_DIR] [SECONDS]   (prints one JSON line per phase)
+# Usage: bench/serve/run.sh [BUILD_DIR] [SECONDS] [CONFIG]   (prints one JSON line per phase)
+# CONFIG: the daemon's config (default: the embedded default, a full cluster
+# with a queue; bench/serve/natural.yaml: the same trace from an empty cluster).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build}
 SECS=${2:-10}
+CONFIG=${3:-data/serve/default.yaml}
 command -v wrk >/dev/null || { echo "wrk is not installed (scripts/setup.sh installs it)"; exit 2; }
 dir=$(mktemp -d /tmp/tidal-load.XXXXXX)
 pid=""
 cleanup() { if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi; rm -rf "$dir"; }
 trap cleanup EXIT
-"$BUILD/tidal" serve --store "sqlite:$dir/t.db" --listen 127.0.0.1:0 --admin-token-file "$dir/tok" --dashboard "$dir/none" \
+"$BUILD/tidal" serve --config "$CONFIG" --store "sqlite:$dir/t.db" --listen 127.0.0.1:0 --admin-token-file "$dir/tok" --dashboard "$dir/none" \
   >"$dir/out" 2>"$dir/err" &
 pid=$!
 url=""

@@ -13,6 +13,11 @@
 
 namespace tidal::server {
 
+namespace {
+// How stale the thread lets reads get while only events (no API input) come.
+constexpr double kPublishEveryS = 0.05;
+}  // namespace
+
 WallClock SystemWallClock() {
   return [] {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -309,7 +314,7 @@ Status Daemon::ObservePrices(int64_t t) {
   return Ok();
 }
 
-Status Daemon::Step() {
+Status Daemon::Step(double publish_every_s) {
   const int64_t now = Now();
   TIDAL_RETURN_IF_ERROR(AdvanceTo(now, /*inclusive=*/true));
   std::vector<Rec> jobs;
@@ -320,7 +325,8 @@ Status Daemon::Step() {
     jobs.swap(inbox_jobs_);
     cancels.swap(inbox_cancels_);
   }
-  if (!jobs.empty() || !cancels.empty()) {
+  const bool inputs = !jobs.empty() || !cancels.empty();
+  if (inputs) {
     const int64_t t = std::max(now, last_batch_ + 1);
     TIDAL_RETURN_IF_ERROR(AdvanceTo(t, /*inclusive=*/false));
     std::vector<JobId> taken;
@@ -336,13 +342,20 @@ Status Daemon::Step() {
     TIDAL_RETURN_IF_ERROR(prices_->AdvanceTo(now));
     price_clock_ = now;
   }
-  Status flushed = Flush();
-  {
-    std::lock_guard lock(mu_);
-    last_error_ = flushed ? "" : flushed.error().message;
+  const double wall = wall_();
+  if (!inputs && publish_every_s > 0 && wall - published_at_ < publish_every_s) {
+    unpublished_ = true;  // written and published by a step within publish_every_s
+  } else {
+    Status flushed = Flush();
+    {
+      std::lock_guard lock(mu_);
+      last_error_ = flushed ? "" : flushed.error().message;
+    }
+    if (!flushed) return flushed;
+    Publish();
+    published_at_ = wall;
+    unpublished_ = false;
   }
-  if (!flushed) return flushed;
-  Publish();
   {
     std::lock_guard lock(mu_);
     tasks.swap(tasks_);
@@ -385,10 +398,10 @@ void Daemon::Loop() {
       // Sleep until the next event is due (in wall time), an input
       // arrives, or at most a second.
       const int64_t next = std::min(replay_->PeekBatch(NextTraceArrival()), kNoReservation);
-      double wait_s = 1.0;
+      double wait_s = unpublished_ ? kPublishEveryS : 1.0;
       if (next != kNoReservation) {
         const double due_wall = static_cast<double>(epoch_wall_) + static_cast<double>(next - epoch_wall_) / config_.speed;
-        wait_s = std::clamp(due_wall - wall_(), 0.0, 1.0);
+        wait_s = std::clamp(due_wall - wall_(), 0.0, wait_s);
       }
       if (inbox_jobs_.empty() && inbox_cancels_.empty() && tasks_.empty() && wait_s > 0) {
         cv_.wait_for(lock, std::chrono::duration<double>(wait_s),
@@ -398,7 +411,7 @@ void Daemon::Loop() {
     }
     // Let a burst of submissions gather into one batch.
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    if (Status s = Step(); !s) {
+    if (Status s = Step(kPublishEveryS); !s) {
       spdlog::error("serve: scheduling step failed: {}", s.error().message);
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }

@@ -79,6 +79,7 @@ struct JobFilter {
 
 struct JobPage {
   std::vector<JobView> jobs;
+  std::vector<std::string> json;  // when set (live lists), jobs[i] as JSON text
   std::optional<JobCursor> next;  // none: the last page
 };
 
@@ -93,8 +94,12 @@ class Daemon {
   void Start();
   void Stop();
   // One step: the batches due by now, then the API's inputs; writes and
-  // publishes. The thread calls it; tests without the thread call it.
-  Status Step();
+  // publishes. The thread calls it with `publish_every_s` > 0: a step that
+  // took no API input then writes and publishes only if that long has passed
+  // since the last time (events of a busy cluster come many a second; each
+  // publish copies every live job), the thread waking to do it in time.
+  // Tests without the thread call it as is: every step publishes.
+  Status Step(double publish_every_s = 0);
 
   int64_t Now() const;
   const DaemonConfig& config() const { return config_; }
@@ -125,6 +130,7 @@ class Daemon {
     JobView view;
     std::optional<int64_t> arrived_at, cancel_at;
     std::string spec;  // the canonical request (the row's spec)
+    std::string json;  // view.ToJson().dump(), refreshed when it is written
   };
 
   Daemon(DaemonConfig config, store::Store& store, WallClock wall);
@@ -169,6 +175,8 @@ class Daemon {
   double balances_at_ = -1e18;
   Status ObservePrices(int64_t t);
   int64_t price_clock_ = 0;  // the pricers have been advanced to here
+  double published_at_ = -1e18;  // wall time of the last publish
+  bool unpublished_ = false;     // batches ran since it
   std::unordered_map<JobId, std::string> reasons_;  // pending job -> its first blocking cause
   double reasons_at_ = -1e18;
   bool catching_up_ = false;

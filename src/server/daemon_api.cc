@@ -68,6 +68,10 @@ Status Daemon::Flush() {
     }
     return Ok();
   }));
+  for (JobId id : dirty_) {
+    Rec& r = recs_.at(id);
+    r.json = r.view.ToJson().dump();
+  }
   dirty_.clear();
   return Ok();
 }
@@ -111,6 +115,7 @@ void Daemon::Publish() {
     const Rec& r = recs_.at(id);
     s->index[id] = s->jobs.size();
     s->jobs.push_back(r.view);
+    s->json.push_back(r.json);
     if (r.view.state == "running") {
       ++s->running;
       ++per_tenant[r.view.tenant].second;
@@ -126,6 +131,7 @@ void Daemon::Publish() {
     if (r == recs_.end() || s->index.contains(*it)) continue;
     s->index[*it] = s->jobs.size();
     s->jobs.push_back(r->second.view);
+    s->json.push_back(r->second.json);
   }
   {
     std::lock_guard lock(mu_);
@@ -133,10 +139,31 @@ void Daemon::Publish() {
       if (s->index.contains(id)) continue;
       s->index[id] = s->jobs.size();
       s->jobs.push_back(v);
+      s->json.push_back(v.ToJson().dump());
       ++s->pending;
       ++per_tenant[v.tenant].first;
       ++s->pending_by_reason[{v.tenant, "accepted"}];
     }
+  }
+  // Newest first, as lists answer (a list is then a scan that stops at its
+  // page), and the index rebuilt for that order.
+  {
+    std::vector<size_t> order(s->jobs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return std::pair(s->jobs[a].submitted_at, s->jobs[a].id) > std::pair(s->jobs[b].submitted_at, s->jobs[b].id);
+    });
+    std::vector<JobView> jobs;
+    std::vector<std::string> json;
+    jobs.reserve(order.size());
+    json.reserve(order.size());
+    for (size_t i : order) {
+      jobs.push_back(std::move(s->jobs[i]));
+      json.push_back(std::move(s->json[i]));
+    }
+    s->jobs = std::move(jobs);
+    s->json = std::move(json);
+    for (size_t i = 0; i < s->jobs.size(); ++i) s->index[s->jobs[i].id] = i;
   }
   // Tenants.
   if (auto* tq = dynamic_cast<TenantQueue*>(&q); tq && tq->tree()) {
@@ -407,18 +434,18 @@ ApiResult<JobPage> Daemon::ListJobs(const JobFilter& f, const Principal& by) {
   };
   if (f.state == "pending" || f.state == "running" || f.state == "accepted") {
     // Live jobs: from the snapshot (and the jobs not yet seen by a cycle).
+    // The snapshot's jobs are newest first already.
     std::shared_ptr<const Snapshot> s = snapshot();
-    std::vector<const JobView*> all;
-    if (s)
-      for (const JobView& v : s->jobs)
-        if (keep(v)) all.push_back(&v);
-    std::sort(all.begin(), all.end(), [&](const JobView* a, const JobView* b) { return key(*a) > key(*b); });
-    for (const JobView* v : all) {
+    if (!s) return page;
+    for (size_t i = 0; i < s->jobs.size(); ++i) {
+      const JobView& v = s->jobs[i];
+      if (!keep(v)) continue;
       if (static_cast<int64_t>(page.jobs.size()) == f.limit) {
         page.next = key(page.jobs.back());
         break;
       }
-      page.jobs.push_back(*v);
+      page.jobs.push_back(v);
+      page.json.push_back(s->json[i]);
     }
     return page;
   }

@@ -73,7 +73,8 @@ struct Snapshot {
   int64_t nodes = 0, gpus = 0;
   double gpus_allocated = 0, allocation_ratio = 0, fragmentation_ratio = 0;
   int64_t pending = 0, running = 0;
-  std::vector<JobView> jobs;  // live ones, then the most recently ended, by id
+  std::vector<JobView> jobs;  // the live ones, the most recently ended and the accepted; newest first (submitted_at, id)
+  std::vector<std::string> json;  // jobs[i].ToJson().dump(), made when the job changed (lists send these)
   std::unordered_map<JobId, size_t> index;
   std::map<std::pair<std::string, std::string>, int64_t> pending_by_reason;  // (tenant, reason)
   std::vector<TenantView> tenants;
