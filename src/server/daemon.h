@@ -57,8 +57,8 @@ namespace tidal::server {
 using WallClock = std::function<double()>;
 WallClock SystemWallClock();
 
+// The call an audit entry records (the caller is the Principal passed along).
 struct Audit {
-  const Principal* by = nullptr;
   std::string method, path;
 };
 

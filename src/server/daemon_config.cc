@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/csv.h"
 #include "common/data_path.h"
 #include "plugins/registry.h"
 #include "server/auth.h"
@@ -25,14 +24,6 @@ std::string Resolve(const std::filesystem::path& base, const std::string& p) {
   return path.is_absolute() ? p : (base / path).lexically_normal().string();
 }
 
-Result<std::string> Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return MakeError(ErrorCode::kIo, "cannot read {}", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 std::string DefaultDaemonConfigPath() {
@@ -41,7 +32,7 @@ std::string DefaultDaemonConfigPath() {
 }
 
 Result<DaemonConfig> ReadDaemonConfig(const std::string& path) {
-  TIDAL_ASSIGN_OR_RETURN(std::string text, Slurp(path));
+  TIDAL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   YAML::Node doc;
   try {
     doc = YAML::Load(text);
@@ -70,7 +61,7 @@ Result<DaemonConfig> ReadDaemonConfig(const std::string& path) {
     if (!doc["topology"]) return MakeError(ErrorCode::kParse, "{}: 'topology:' (the simulated cluster's fabric) is required", path);
     {
       const std::string tp = Resolve(base, doc["topology"].as<std::string>());
-      TIDAL_ASSIGN_OR_RETURN(std::string t_text, Slurp(tp));
+      TIDAL_ASSIGN_OR_RETURN(std::string t_text, ReadFileToString(tp));
       digest_input += t_text;
       TIDAL_ASSIGN_OR_RETURN(topo::Topology t, topo::ReadTopology(tp));
       TIDAL_ASSIGN_OR_RETURN(c.nodes, sim::NodesFromTopology(t));
@@ -86,7 +77,7 @@ Result<DaemonConfig> ReadDaemonConfig(const std::string& path) {
           return MakeError(ErrorCode::kParse, "{}: unknown key trace.{} (known: jobs, format, load, limit, backlog_s)", where(kv.first), k);
       }
       const std::string jp = Resolve(base, t["jobs"].as<std::string>());
-      TIDAL_ASSIGN_OR_RETURN(std::string j_text, Slurp(jp));
+      TIDAL_ASSIGN_OR_RETURN(std::string j_text, ReadFileToString(jp));
       digest_input += j_text;
       const std::string format = t["format"] ? t["format"].as<std::string>() : "auto";
       TIDAL_ASSIGN_OR_RETURN(sim::Workload w, sim::LoadWorkload("", jp, format, c.topology.get()));
@@ -169,7 +160,7 @@ Result<DaemonConfig> ReadDaemonConfig(const std::string& path) {
         c.tenants = std::make_shared<const tenancy::TenantTree>(std::move(t));
       } else if (tenants != "none") {
         const std::string tp = Resolve(base, tenants);
-        TIDAL_ASSIGN_OR_RETURN(std::string t_text, Slurp(tp));
+        TIDAL_ASSIGN_OR_RETURN(std::string t_text, ReadFileToString(tp));
         digest_input += t_text;
         TIDAL_ASSIGN_OR_RETURN(tenancy::TenantTree t, tenancy::ReadTenantsFile(tp));
         c.tenants = std::make_shared<const tenancy::TenantTree>(std::move(t));
@@ -180,7 +171,7 @@ Result<DaemonConfig> ReadDaemonConfig(const std::string& path) {
     }
     if (doc["market"]) {
       const std::string mp = Resolve(base, doc["market"].as<std::string>());
-      TIDAL_ASSIGN_OR_RETURN(std::string m_text, Slurp(mp));
+      TIDAL_ASSIGN_OR_RETURN(std::string m_text, ReadFileToString(mp));
       digest_input += m_text;
       TIDAL_ASSIGN_OR_RETURN(market::MarketConfig m, market::ReadMarketFile(mp));
       c.market = std::move(m);

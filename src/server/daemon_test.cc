@@ -12,6 +12,7 @@
 #include "server/daemon.h"
 #include "market/market_config.h"
 #include "server/job_rows.h"
+#include "server/server_test_util.h"
 #include "store/store_testing.h"
 #include "tenancy/tenants_file.h"
 
@@ -20,24 +21,7 @@ namespace {
 
 constexpr double kEpoch = 1'800'000'000;
 
-// 4 hosts x 8 H100 (32 GPUs), tenants ads and search with 16 GPUs of floor
-// each, the tidal queue, bestfit; `trace` jobs arrive on their own.
-DaemonConfig SmallConfig(std::vector<Job> trace = {}) {
-  DaemonConfig c;
-  c.source = "test";
-  c.digest = "test-digest";
-  c.name = "test";
-  for (const char* name : {"h0", "h1", "h2", "h3"}) c.nodes.push_back({.name = name, .gpu_count = 8, .gpu_model = "H100"});
-  c.speed = 1;
-  c.placer = "bestfit";
-  c.queue = QueuePolicy::kTidal;
-  auto t = tenancy::ProportionalTenants({{"ads", 1}, {"search", 1}}, 32);
-  EXPECT_TRUE(t) << t.error().message;
-  c.tenants = std::make_shared<const tenancy::TenantTree>(std::move(*t));
-  c.trace = std::move(trace);
-  c.start_estimate_samples = 4;
-  return c;
-}
+DaemonConfig SmallConfig(std::vector<Job> trace = {}) { return testing::SmallDaemonConfig("test-digest", std::move(trace)); }
 
 const Principal kAdmin{.token_id = "admin", .role = Role::kAdmin};
 const Principal kAds{.token_id = "ads-m", .role = Role::kMember, .tenant = "ads"};
@@ -60,6 +44,17 @@ class DaemonTest : public ::testing::TestWithParam<store::testing::Backend> {
     if (!db) GTEST_SKIP() << db.error().message;
     db_ = std::move(*db);
     Open();
+  }
+  // A new, empty store and a daemon on it with `c` (and a clock other than
+  // the manual one, when given).
+  void OpenFresh(DaemonConfig c, WallClock clock = nullptr) {
+    d_.reset();
+    auto db = store::testing::FreshStore(GetParam());
+    ASSERT_TRUE(db) << db.error().message;
+    db_ = std::move(*db);
+    auto d = Daemon::Open(std::move(c), db_->store(), clock ? clock : WallClock([this] { return wall_; }));
+    ASSERT_TRUE(d) << d.error().message;
+    d_ = std::move(*d);
   }
   void Open(DaemonConfig c = SmallConfig()) {
     d_.reset();
@@ -364,14 +359,7 @@ TEST_P(DaemonTest, TraceJobsArriveOnTheirOwn) {
     trace.push_back(j);
   }
   // A fresh store: the config digest is the store's.
-  auto db = store::testing::FreshStore(GetParam());
-  ASSERT_TRUE(db);
-  d_.reset();
-  db_ = std::move(*db);
-  DaemonConfig c = SmallConfig(trace);
-  auto d = Daemon::Open(c, db_->store(), [this] { return wall_; });
-  ASSERT_TRUE(d) << d.error().message;
-  d_ = std::move(*d);
+  OpenFresh(SmallConfig(trace));
   wall_ += 150;
   Step();
   EXPECT_EQ(Get(kTraceIdBase + 0).state, "succeeded");
@@ -408,15 +396,9 @@ TEST_P(DaemonTest, PricesFollowTheClustersUtilisation) {
   // announcements (lead 2 periods of 1 h), then the curve at the moving
   // average of utilisation, up by at most 0.1 a period. A full cluster for
   // 6 hours must raise the standard price; an idle one lowers it.
-  auto db = store::testing::FreshStore(GetParam());
-  ASSERT_TRUE(db);
-  d_.reset();
-  db_ = std::move(*db);
   DaemonConfig c = SmallConfig();
   c.market = market::DefaultMarketConfig();
-  auto d = Daemon::Open(c, db_->store(), [this] { return wall_; });
-  ASSERT_TRUE(d) << d.error().message;
-  d_ = std::move(*d);
+  OpenFresh(std::move(c));
   auto standard = [&] {
     for (const Price& p : d_->snapshot()->prices)
       if (p.gpu_model == "H100" && p.tier == "standard") return p.per_gpu_hour;
@@ -449,18 +431,10 @@ TEST_P(DaemonTest, TheSchedulingThreadTakesInputsAndEventsWhenTheyAreDue) {
   j.submit_time_s = 30;
   j.duration_s = 100000;
   trace.push_back(j);
-  auto db = store::testing::FreshStore(GetParam());
-  ASSERT_TRUE(db);
-  d_.reset();
-  db_ = std::move(*db);
   DaemonConfig c = SmallConfig(trace);
   c.speed = 60;
   const auto t0 = std::chrono::steady_clock::now();
-  auto d = Daemon::Open(c, db_->store(), [t0] {
-    return kEpoch + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  });
-  ASSERT_TRUE(d) << d.error().message;
-  d_ = std::move(*d);
+  OpenFresh(std::move(c), [t0] { return kEpoch + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); });
   d_->Start();
   const JobId id = Submit(kAds, Req(1, 100000));
   auto state_at = [&](JobId job, double by_s) {

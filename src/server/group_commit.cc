@@ -33,17 +33,11 @@ Status GroupCommit::Run(const std::function<Status(store::Tx&)>& fn) {
       batch.front()->result = all;
     }
     lock.lock();
-    ++commits_;
     for (Item* it : batch) it->done = true;
     leader_ = false;
     cv_.notify_all();
   }
   return me.result;
-}
-
-int64_t GroupCommit::commits() const {
-  std::lock_guard lock(mu_);
-  return commits_;
 }
 
 }  // namespace tidal::server

@@ -26,7 +26,6 @@ class GroupCommit {
   // more than once (store retries, the solo retry): keep its effects in the
   // transaction and its outputs overwritten on each run.
   Status Run(const std::function<Status(store::Tx&)>& fn);
-  int64_t commits() const;
 
  private:
   struct Item {
@@ -39,7 +38,6 @@ class GroupCommit {
   std::condition_variable cv_;
   std::deque<Item*> queue_;
   bool leader_ = false;
-  int64_t commits_ = 0;
 };
 
 }  // namespace tidal::server

@@ -268,7 +268,7 @@ void HttpServer::Impl::Routes() {
                }
                r->idempotency_key = header;
              }
-             auto s = d.Submit(std::move(*r), p, {.by = &p, .method = req.method, .path = req.path});
+             auto s = d.Submit(std::move(*r), p, {.method = req.method, .path = req.path});
              if (!s) return Fail(res, s.error());
              res.set_header("Location", fmt::format("/v1/jobs/{}", s->job.id));
              Reply(res, s->created ? 201 : 200, s->job.ToJson());
@@ -301,7 +301,7 @@ void HttpServer::Impl::Routes() {
             Reply(res, 200, v->ToJson());
           }));
   auto cancel = [this](const Request& req, Response& res, const Principal& p, const Args& args) {
-    auto v = d.Cancel(std::stoll(args[0]), p, {.by = &p, .method = req.method, .path = req.path});
+    auto v = d.Cancel(std::stoll(args[0]), p, {.method = req.method, .path = req.path});
     if (!v) return Fail(res, v.error());
     Reply(res, 202, v->ToJson());
   };

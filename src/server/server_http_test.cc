@@ -13,6 +13,7 @@
 
 #include "server/daemon.h"
 #include "server/http_server.h"
+#include "server/server_test_util.h"
 #include "tenancy/tenants_file.h"
 
 namespace tidal::server {
@@ -20,19 +21,7 @@ namespace {
 
 using json = nlohmann::json;
 
-DaemonConfig SmallConfig() {
-  DaemonConfig c;
-  c.source = "test";
-  c.digest = "http-test";
-  for (const char* name : {"h0", "h1", "h2", "h3"}) c.nodes.push_back({.name = name, .gpu_count = 8, .gpu_model = "H100"});
-  c.speed = 1;
-  c.placer = "bestfit";
-  c.queue = QueuePolicy::kTidal;
-  auto t = tenancy::ProportionalTenants({{"ads", 1}, {"search", 1}}, 32);
-  c.tenants = std::make_shared<const tenancy::TenantTree>(std::move(*t));
-  c.start_estimate_samples = 2;
-  return c;
-}
+DaemonConfig SmallConfig() { return testing::SmallDaemonConfig("http-test"); }
 
 class HttpTest : public ::testing::Test {
  protected:
