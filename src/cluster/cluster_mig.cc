@@ -152,6 +152,9 @@ Status ClusterState::SetMigLayout(NodeId n, int32_t gpu, const mig::Layout& layo
   const MigDevice* cur = mig_device(n, gpu);
   const mig::Geometry* g = cur ? cur->geometry : mig::FindGeometry(models_.Name(gpu_model_[n]));
   if (!g) return MakeError(ErrorCode::kUnresolvable, "{}: a {} has no MIG mode", where, models_.Name(gpu_model_[n]));
+  if (!cur && cordoned(n))
+    return MakeError(ErrorCode::kFailedPrecondition, "{}: node '{}' is cordoned (drained); its GPUs do not enter MIG mode until it is uncordoned",
+                     where, names_[n]);
   if (!cur && gpu_free_[flat] != kMilliPerGpu)
     return MakeError(ErrorCode::kFailedPrecondition, "{}: jobs hold {} milli-GPU; MIG mode needs the GPU idle", where,
                      kMilliPerGpu - gpu_free_[flat]);
@@ -215,9 +218,15 @@ Status ClusterState::DisableMig(NodeId n, int32_t gpu) {
   --mig_gpus_;
   ++mig_counters_.mode_changes;
   mig_idle_compute_ -= mig::kComputeSlices;
-  const int32_t old_whole = free_whole_[n];
-  TakeDevice(n, gpu, -kMilliPerGpu);
-  if (topo_ && free_whole_[n] != old_whole) UpdateHostAggregates(n, old_whole);
+  if (cordoned(n)) {
+    // Back to the whole-GPU pool, but the node is drained: into the hold.
+    holds_.at(n).gpu_milli[static_cast<size_t>(gpu)] += kMilliPerGpu;
+    cordoned_gpu_milli_ += kMilliPerGpu;
+  } else {
+    const int32_t old_whole = free_whole_[n];
+    TakeDevice(n, gpu, -kMilliPerGpu);
+    if (topo_ && free_whole_[n] != old_whole) UpdateHostAggregates(n, old_whole);
+  }
   ++version_[n];
   return Ok();
 }

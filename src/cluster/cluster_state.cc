@@ -64,6 +64,7 @@ Status ClusterState::AddNode(const NodeSpec& spec) {
   free_whole_.push_back(spec.gpu_count);
   gpu_milli_free_.push_back(int64_t{spec.gpu_count} * kMilliPerGpu);
   version_.push_back(0);
+  cordoned_.push_back(0);
   gpu_free_.insert(gpu_free_.end(), static_cast<size_t>(spec.gpu_count), kMilliPerGpu);
   total_gpus_ += spec.gpu_count;
   total_cpu_ += spec.cpu_milli;
@@ -123,6 +124,13 @@ Status ClusterState::CanBind(const Placement& placement) const {
       }
       gpu_take[int64_t{gpu_offset_[a.node]} + dev] += a.gpu_milli[i];
     }
+    // Its free capacity reads 0, so the checks below would refuse most
+    // placements anyway; this one also refuses what takes nothing from the
+    // pool (idle MIG instances, empty requests) and says why.
+    if (cordoned(a.node)) {
+      return MakeError(ErrorCode::kUnschedulable,
+                       "node '{}' is cordoned (drained); it takes no new work until it is uncordoned", names_[a.node]);
+    }
   }
   for (const auto& [node, take] : node_take) {
     if (take.first > cpu_free_[node]) {
@@ -161,6 +169,20 @@ void ClusterState::TakeDevice(NodeId n, int32_t dev, int32_t take) {
 
 void ClusterState::Apply(const NodeAssignment& a, int sign) {
   const NodeId n = a.node;
+  if (sign < 0 && cordoned(n)) {
+    // A drained node's released capacity stays out of the pool: into the
+    // hold, which Uncordon returns. (Nothing binds on a cordoned node, so
+    // sign > 0 never gets here.)
+    CordonHold& h = holds_.at(n);
+    h.cpu_milli += a.cpu_milli;
+    h.memory_mib += a.memory_mib;
+    for (size_t i = 0; i < a.gpus.size(); ++i) {
+      h.gpu_milli[static_cast<size_t>(a.gpus[i])] += a.gpu_milli[i];
+      cordoned_gpu_milli_ += a.gpu_milli[i];
+    }
+    ++version_[n];
+    return;
+  }
   const int32_t old_whole = free_whole_[n];
   cpu_free_[n] -= sign * a.cpu_milli;
   mem_free_[n] -= sign * a.memory_mib;
@@ -332,6 +354,61 @@ Status ClusterState::Unbind(JobId job) {
   return Ok();
 }
 
+int64_t ClusterState::cordon_gpu_milli(NodeId n) const {
+  if (!cordoned(n)) return 0;
+  int64_t sum = 0;
+  for (int32_t m : holds_.at(n).gpu_milli) sum += m;
+  return sum;
+}
+
+Status ClusterState::Cordon(NodeId n) {
+  if (n < 0 || n >= num_nodes()) {
+    return MakeError(ErrorCode::kInvalidArgument, "cordon: node #{} does not exist (the cluster has {} nodes)", n, num_nodes());
+  }
+  if (cordoned(n)) return MakeError(ErrorCode::kFailedPrecondition, "node '{}' is already cordoned", names_[n]);
+  // Everything free goes into the hold. A device in MIG mode has 0 free
+  // milli (it left the pool on entering MIG mode), so it holds 0 here.
+  CordonHold h{cpu_free_[n], mem_free_[n], std::vector<int32_t>(static_cast<size_t>(gpu_count_[n]), 0)};
+  cpu_free_[n] = 0;
+  mem_free_[n] = 0;
+  const int32_t old_whole = free_whole_[n];
+  for (int32_t d = 0; d < gpu_count_[n]; ++d) {
+    const int32_t free = gpu_free_[static_cast<size_t>(gpu_offset_[n] + d)];
+    h.gpu_milli[static_cast<size_t>(d)] = free;
+    cordoned_gpu_milli_ += free;
+    TakeDevice(n, d, free);
+  }
+  if (topo_ && free_whole_[n] != old_whole) UpdateHostAggregates(n, old_whole);
+  holds_.emplace(n, std::move(h));
+  cordoned_[static_cast<size_t>(n)] = 1;
+  ++num_cordoned_;
+  ++version_[n];
+  return Ok();
+}
+
+Status ClusterState::Uncordon(NodeId n) {
+  if (n < 0 || n >= num_nodes()) {
+    return MakeError(ErrorCode::kInvalidArgument, "uncordon: node #{} does not exist (the cluster has {} nodes)", n, num_nodes());
+  }
+  if (!cordoned(n)) return MakeError(ErrorCode::kFailedPrecondition, "node '{}' is not cordoned", names_[n]);
+  auto it = holds_.find(n);
+  const CordonHold& h = it->second;
+  cpu_free_[n] += h.cpu_milli;
+  mem_free_[n] += h.memory_mib;
+  const int32_t old_whole = free_whole_[n];
+  for (int32_t d = 0; d < gpu_count_[n]; ++d) {
+    const int32_t held = h.gpu_milli[static_cast<size_t>(d)];
+    cordoned_gpu_milli_ -= held;
+    TakeDevice(n, d, -held);
+  }
+  if (topo_ && free_whole_[n] != old_whole) UpdateHostAggregates(n, old_whole);
+  holds_.erase(it);
+  cordoned_[static_cast<size_t>(n)] = 0;
+  --num_cordoned_;
+  ++version_[n];
+  return Ok();
+}
+
 Status ClusterState::CheckInvariants() const {
   int64_t total_free = 0;
   std::vector<int64_t> cpu(cpu_cap_), mem(mem_cap_);
@@ -345,6 +422,39 @@ Status ClusterState::CheckInvariants() const {
   }
   for (size_t f = 0; f < mig_index_.size(); ++f)
     if (mig_index_[f] >= 0) gpu[f] -= kMilliPerGpu;  // a MIG-mode device is out of the milli pool
+  // A cordoned node's hold is what would be free without the cordon; what
+  // is free there is then 0.
+  int32_t cordoned_nodes = 0;
+  int64_t held_milli = 0;
+  for (NodeId n = 0; n < num_nodes(); ++n) {
+    auto it = holds_.find(n);
+    if (!cordoned(n)) {
+      if (it != holds_.end()) return MakeError(ErrorCode::kInternal, "node '{}': a cordon hold but not cordoned", names_[n]);
+      continue;
+    }
+    ++cordoned_nodes;
+    if (it == holds_.end()) return MakeError(ErrorCode::kInternal, "node '{}': cordoned without a hold", names_[n]);
+    const CordonHold& h = it->second;
+    if (h.cpu_milli != cpu[n] || h.memory_mib != mem[n]) {
+      return MakeError(ErrorCode::kInternal, "node '{}': cordon holds {} milli-CPU and {} MiB, the recount {} and {}", names_[n],
+                       h.cpu_milli, h.memory_mib, cpu[n], mem[n]);
+    }
+    cpu[n] = 0;
+    mem[n] = 0;
+    for (int32_t d = 0; d < gpu_count_[n]; ++d) {
+      int32_t& g = gpu[static_cast<size_t>(gpu_offset_[n] + d)];
+      if (h.gpu_milli[static_cast<size_t>(d)] != g) {
+        return MakeError(ErrorCode::kInternal, "node '{}' GPU {}: cordon holds {} milli, the recount {}", names_[n], d,
+                         h.gpu_milli[static_cast<size_t>(d)], g);
+      }
+      held_milli += g;
+      g = 0;
+    }
+  }
+  if (cordoned_nodes != num_cordoned_ || held_milli != cordoned_gpu_milli_) {
+    return MakeError(ErrorCode::kInternal, "cordon totals drifted (nodes {} vs {}, held milli-GPU {} vs {})", num_cordoned_,
+                     cordoned_nodes, cordoned_gpu_milli_, held_milli);
+  }
   for (NodeId n = 0; n < num_nodes(); ++n) {
     if (cpu[n] != cpu_free_[n] || mem[n] != mem_free_[n]) {
       return MakeError(ErrorCode::kInternal, "node '{}': free CPU/memory drifted from allocations",

@@ -14,6 +14,11 @@
 //    on one host — equal a recount from the per-device values; they are kept
 //    incrementally, O(depth) per device change (plus the children of the
 //    ancestors whose largest-free-host value moves).
+//  * A cordoned (drained) node takes no new binding. Its free CPU, memory and
+//    per-device milli-GPU are held by the cordon, not free: they read 0 in
+//    every aggregate above, so placers stop seeing the node, and what its
+//    jobs release goes into the hold too. Per node and device,
+//    free + held by the cordon + allocated = capacity.
 //
 // Storage is struct-of-arrays indexed by NodeId, with the GPUs of all nodes in
 // one flat array (node n's devices are gpu_offset_[n] .. +gpu_count(n)).
@@ -167,6 +172,9 @@ class ClusterState {
   int64_t total_gpus() const { return total_gpus_; }
   int64_t total_gpu_milli() const { return total_gpus_ * kMilliPerGpu; }
   int64_t total_gpu_milli_free() const { return total_gpu_milli_free_; }
+  // Milli-GPU not free for scheduling: held by jobs, by devices in MIG mode
+  // (mig_idle_compute) and by cordons (cordoned_gpu_milli); gpus_in_use
+  // counts only what jobs hold.
   int64_t total_gpu_milli_allocated() const { return total_gpu_milli() - total_gpu_milli_free_; }
   int64_t total_cpu_milli() const { return total_cpu_; }
 
@@ -178,14 +186,31 @@ class ClusterState {
   const std::unordered_map<JobId, Placement>& allocations() const { return allocations_; }
 
   // Checks that `placement` fits on the current free capacity, without changing
-  // anything. The error names the node, the resource and the shortfall.
+  // anything. The error names the node, the resource and the shortfall (or
+  // that the node is cordoned).
   Status CanBind(const Placement& placement) const;
+
+  // --- cordon (drain): no new work on a node, running jobs keep running ---
+  bool cordoned(NodeId n) const { return cordoned_[static_cast<size_t>(n)] != 0; }
+  int32_t num_cordoned() const { return num_cordoned_; }
+  // Idle milli-GPU the cordons hold out of the pool (devices in MIG mode
+  // hold none: their milli are out of the pool already).
+  int64_t cordoned_gpu_milli() const { return cordoned_gpu_milli_; }
+  // The same for node n alone (0 when it is not cordoned).
+  int64_t cordon_gpu_milli(NodeId n) const;
 
   // --- writes (the scheduler is the only caller) --------------------------
   // All-or-nothing: either every assignment is applied or none is.
   Status Bind(JobId job, Placement placement);
-  // Returns the job's capacity; fails if the job holds nothing.
+  // Returns the job's capacity; fails if the job holds nothing. On a
+  // cordoned node the capacity goes into the cordon's hold, not the pool.
   Status Unbind(JobId job);
+  // Cordons node n: its free capacity goes into a hold, so nothing new binds
+  // there; jobs running there keep their allocations. kInvalidArgument for an
+  // unknown node, kFailedPrecondition if it is already cordoned.
+  Status Cordon(NodeId n);
+  // Returns the hold to the pool. kFailedPrecondition if n is not cordoned.
+  Status Uncordon(NodeId n);
 
   // --- MIG (see MigDevice) -------------------------------------------------
   // The device's MIG state, or nullptr when it is not in MIG mode.
@@ -198,16 +223,21 @@ class ClusterState {
   int64_t mig_idle_compute() const { return mig_idle_compute_; }
   // GPU capacity jobs hold, in GPUs: milli-GPU allocations plus held MIG
   // instances at compute-slices / 7 (a MIG-mode device's idle instances are
-  // not in use, though its milli are out of the pool).
+  // not in use, though its milli are out of the pool; nor is what a cordon
+  // holds).
   double gpus_in_use() const {
-    return static_cast<double>(total_gpu_milli_allocated()) / kMilliPerGpu - static_cast<double>(mig_idle_compute_) / mig::kComputeSlices;
+    return static_cast<double>(total_gpu_milli_allocated() - cordoned_gpu_milli_) / kMilliPerGpu -
+           static_cast<double>(mig_idle_compute_) / mig::kComputeSlices;
   }
   const MigCounters& mig_counters() const { return mig_counters_; }
   // Puts a fully free device whose model has a MIG geometry into MIG mode
   // with `layout` (may be empty), or changes the layout of a device in MIG
   // mode: instances held by jobs must stay as they are; free ones may go.
+  // A device of a cordoned node does not enter MIG mode (that readies it for
+  // new work, which a drained node takes none of).
   Status SetMigLayout(NodeId n, int32_t gpu, const mig::Layout& layout);
-  // Leaves MIG mode; no instance may be held.
+  // Leaves MIG mode; no instance may be held. On a cordoned node the
+  // device's milli go into the cordon's hold.
   Status DisableMig(NodeId n, int32_t gpu);
 
   // Recomputes every aggregate from the per-device values and compares; used
@@ -284,6 +314,18 @@ class ClusterState {
   int64_t mig_gpus_ = 0;
   int64_t mig_idle_compute_ = 0;
   MigCounters mig_counters_;
+
+  // What a cordon holds out of node n's free capacity: CPU, memory and
+  // per-device milli-GPU (in device order). Only cordoned nodes have one.
+  struct CordonHold {
+    int64_t cpu_milli = 0;
+    int64_t memory_mib = 0;
+    std::vector<int32_t> gpu_milli;
+  };
+  std::vector<uint8_t> cordoned_;  // per node
+  std::unordered_map<NodeId, CordonHold> holds_;
+  int32_t num_cordoned_ = 0;
+  int64_t cordoned_gpu_milli_ = 0;
 
   std::shared_ptr<const topo::Topology> topo_;
   std::vector<int32_t> node_host_, host_node_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cluster/cluster_state.h"
+#include "cluster/cluster_test_util.h"
 #include "topology/builder.h"
 
 namespace tidal {
@@ -74,23 +75,8 @@ Placement Whole(NodeId n, std::vector<int32_t> gpus) {
 }
 Placement Milli(NodeId n, int32_t gpu, int32_t milli) { return Placement{{{n, 0, 0, {gpu}, {milli}}}}; }
 
-struct Want {
-  DomainId d;
-  int gpus, hosts, max;
-};
-void ExpectAggregates(const ClusterState& c, const std::vector<Want>& want, const char* step) {
-  SCOPED_TRACE(step);
-  for (const Want& w : want) {
-    EXPECT_EQ(c.domain_free_gpus(w.d), w.gpus) << c.topology().DomainName(w.d);
-    if (w.hosts >= 0) {
-      EXPECT_EQ(c.domain_free_hosts(w.d), w.hosts) << c.topology().DomainName(w.d);
-    }
-    if (w.max >= 0) {
-      EXPECT_EQ(c.domain_max_host_free(w.d), w.max) << c.topology().DomainName(w.d);
-    }
-  }
-  EXPECT_TRUE(c.CheckInvariants().has_value()) << c.CheckInvariants().error().message;
-}
+using testing::ExpectAggregates;
+using testing::Want;
 
 // The non-zero histogram buckets of d as {k, count} pairs.
 std::vector<std::pair<int, int>> Hist(const ClusterState& c, DomainId d) {

@@ -189,6 +189,51 @@ TEST(FrameworkTest, SaysUnresolvableWhenNoNodeCouldEverFit) {
   EXPECT_EQ(later.error().code, ErrorCode::kUnschedulable);
 }
 
+// A cordoned (drained) node: every one of the six policies places around
+// it, and the NodeResourcesFit filter keeps off even a request for nothing
+// (a cordoned node's free CPU and memory read 0, which 0 would pass).
+TEST(CordonTest, EveryPolicySkipsACordonedNode) {
+  TypicalPod t;
+  t.cpu_milli = 1000;
+  t.gpu_milli = 600;
+  t.num_gpu = 1;
+  t.popularity = 1.0;
+  auto model = std::make_shared<FragmentationModel>(std::vector<TypicalPod>{t});
+  for (const std::string& policy : PolicyNames()) {
+    SCOPED_TRACE(policy);
+    Fixture f;
+    auto profile = MakePolicyProfile(policy, model);
+    ASSERT_TRUE(profile.has_value()) << profile.error().message;
+    Scheduler sched(f.cluster, std::move(*profile), 3);
+    ASSERT_TRUE(sched.Cordon(1).has_value());  // b: 8 of the 10 GPUs
+    for (int i = 0; i < 4; ++i) {  // a's 2 T4 hold 4 x 500
+      auto p = sched.ScheduleAndBind(f.MakeJob(1000, 1, 500));
+      ASSERT_TRUE(p.has_value()) << p.error().message;
+      EXPECT_EQ((*p)->assignments[0].node, 0);
+    }
+    auto full = sched.ScheduleAndBind(f.MakeJob(1000, 1, 500));
+    ASSERT_FALSE(full.has_value());
+    EXPECT_EQ(full.error().code, ErrorCode::kUnschedulable);
+    f.MakeJob(0, 0, 0);
+    Job& nothing = f.jobs.back();
+    nothing.memory_mib = 0;
+    ASSERT_TRUE(sched.Cordon(0).has_value());
+    auto on_c = sched.ScheduleAndBind(nothing);
+    ASSERT_TRUE(on_c.has_value()) << on_c.error().message;
+    EXPECT_EQ((*on_c)->assignments[0].node, 2);
+    ASSERT_TRUE(sched.Release(nothing).has_value());
+    ASSERT_TRUE(sched.Cordon(2).has_value());
+    auto none = sched.ScheduleAndBind(nothing);
+    ASSERT_FALSE(none.has_value());
+    EXPECT_EQ(none.error().code, ErrorCode::kUnschedulable);
+    ASSERT_TRUE(sched.Uncordon(1).has_value());
+    auto on_b = sched.ScheduleAndBind(f.MakeJob(1000, 1, 500));
+    ASSERT_TRUE(on_b.has_value()) << on_b.error().message;
+    EXPECT_EQ((*on_b)->assignments[0].node, 1);
+    EXPECT_TRUE(sched.cluster().CheckInvariants().has_value());
+  }
+}
+
 TEST(GangPackTest, SpansNodesWithFewestNodesAllOrNothing) {
   Fixture f;
   auto profile = MakePolicyProfile("bestfit", nullptr);

@@ -650,5 +650,33 @@ TEST(RandomGangPlaceTest, DeterministicForASeedAndGathersFromRandomNodes) {
   EXPECT_EQ(by_seed.count(""), 0u);
 }
 
+// A cordoned (drained) host: its free capacity reads 0 in every aggregate,
+// so every topology placer places around it. a1 cordoned in the two-leaf
+// tree: an 8-GPU job goes to another host; a 24-GPU gang takes exactly a2,
+// b1 and b2; a 32-GPU gang does not fit.
+TEST(CordonTest, EveryTopologyPlacerSkipsACordonedHost) {
+  for (const std::string& name : testing::TopologyPlacers()) {
+    SCOPED_TRACE(name);
+    World w(kTwoLeaves, kTwoLeavesHosts);
+    ASSERT_TRUE(w.cluster.Cordon(w.Id("a1")).has_value());
+    testing::Placer p = testing::MakePlacer(name);
+    auto nodes = [&](int32_t gpus) {
+      const Job& j = w.NewJob(gpus);
+      CycleContext ctx{w.cluster, w.rng};
+      auto placed = p.gang().PlaceGang(ctx, w.Req(j));
+      std::set<std::string> out;
+      if (!placed) return out;
+      w.Check(j, *placed);
+      for (const NodeAssignment& a : placed->assignments) out.insert(w.cluster.node_name(a.node));
+      return out;
+    };
+    const std::set<std::string> eight = nodes(8);
+    ASSERT_EQ(eight.size(), 1u);
+    EXPECT_NE(*eight.begin(), "a1");
+    EXPECT_EQ(nodes(24), (std::set<std::string>{"a2", "b1", "b2"}));
+    EXPECT_TRUE(nodes(32).empty());
+  }
+}
+
 }  // namespace
 }  // namespace tidal::plugins

@@ -28,6 +28,13 @@ const Placement* PlacementOf(const ClusterState& c, const VictimCandidate& v) {
 
 }  // namespace
 
+bool OnCordonedNode(const ClusterState& c, const Placement& p) {
+  if (c.num_cordoned() == 0) return false;
+  for (const NodeAssignment& a : p.assignments)
+    if (c.cordoned(a.node)) return true;
+  return false;
+}
+
 PreemptionScope ScopeFor(const ClusterState& c, const PodRequest& pod) {
   PreemptionScope s;
   if (pod.num_gpu() <= gang::LargestNodeGpus(c)) return s;
@@ -63,6 +70,7 @@ void Consider(std::optional<PreemptionPlan>& best, PreemptionPlan plan, std::spa
 std::optional<PreemptionPlan> PlanOnHosts(const ClusterState& c, const PodRequest& pod,
                                           std::span<const VictimCandidate> candidates, const Admissible& admissible,
                                           std::optional<int64_t> committed) {
+  // (A cordoned host never shows up: its jobs are not victims below.)
   auto node_ok = [&](NodeId n) { return Allowed(c, pod, n) && c.gpu_count(n) >= pod.num_gpu(); };
   // (node, candidate, devices it frees there), grouped by node below: one
   // flat vector, no per-node containers (a search may see 20k candidates).
@@ -74,7 +82,7 @@ std::optional<PreemptionPlan> PlanOnHosts(const ClusterState& c, const PodReques
   std::vector<Freed> all;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Placement* p = PlacementOf(c, candidates[i]);
-    if (p == nullptr) continue;
+    if (p == nullptr || OnCordonedNode(c, *p)) continue;
     for (const NodeAssignment& a : p->assignments) {
       if (committed && a.node != *committed) continue;
       if (!node_ok(a.node)) continue;
@@ -158,7 +166,8 @@ std::vector<HostInfo> EmptiableHosts(const ClusterState& c, const PodRequest& po
   std::vector<int32_t> gpus_held(static_cast<size_t>(c.num_nodes()), 0);
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Placement* p = PlacementOf(c, candidates[i]);
-    if (p == nullptr) continue;
+    // Not a victim: its GPUs stay busy, so hosts it shares are not emptiable.
+    if (p == nullptr || OnCordonedNode(c, *p)) continue;
     for (const NodeAssignment& a : p->assignments) {
       held.push_back({a.node, i});
       gpus_held[static_cast<size_t>(a.node)] += static_cast<int32_t>(a.gpus.size());
@@ -175,7 +184,9 @@ std::vector<HostInfo> EmptiableHosts(const ClusterState& c, const PodRequest& po
       info.cost += candidates[held[h].second].cost;
     }
     if (!Allowed(c, pod, n)) continue;
-    if (c.free_whole_gpus(n) + gpus_held[static_cast<size_t>(n)] < c.gpu_count(n)) continue;  // others' jobs stay
+    // Others' jobs stay. (A cordoned host never passes: its GPUs read busy
+    // and none of its jobs is a victim.)
+    if (c.free_whole_gpus(n) + gpus_held[static_cast<size_t>(n)] < c.gpu_count(n)) continue;
     out.push_back(std::move(info));
   }
   return out;

@@ -10,7 +10,9 @@
 // needed after all are dropped, dearest first); the cheapest domain wins,
 // ties by fewer victims, then lower domain id. The plan is only a proposal:
 // the queue checks it on the real placer (release, try, restore) before
-// anything is evicted.
+// anything is evicted. A candidate with any part on a cordoned node is never
+// chosen, and a cordoned host is never the domain to empty: what is released
+// there stays in the cordon's hold (ClusterState::Cordon).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +55,13 @@ struct PreemptionScope {
   topo::Level level = topo::Level::kNode;
 };
 PreemptionScope ScopeFor(const ClusterState& c, const PodRequest& pod);
+
+// Whether any part of `p` lies on a cordoned node. Such a job is never a
+// victim: what it frees there goes into the cordon's hold, not to the
+// preemptor, and restoring it after a failed plan would need a bind on the
+// cordoned node, which CanBind refuses. PlanPreemption skips such
+// candidates; a caller may leave them out of its candidates to begin with.
+bool OnCordonedNode(const ClusterState& c, const Placement& p);
 
 // `admissible(candidate, chosen)` says whether the candidate may be added
 // to the victims already chosen (e.g. its tenant still borrows after them).

@@ -333,6 +333,80 @@ TEST(PlanPreemption, GreedyDoesNotMissAnAdmissibleSet) {
   EXPECT_EQ(plan->cost, 10);
 }
 
+// A cordoned (drained) node: what its jobs release goes into the cordon's
+// hold, never to the preemptor, so none of its jobs is a victim — nor a gang
+// with any part there (restoring it after a failed plan would need a bind on
+// the cordoned node). The fixture's plan is {y} on a1 (50); with a1
+// cordoned, x and y are out and a2's {z} (60) wins.
+TEST_F(PlanPreemptionFullHosts, JobsOnACordonedHostAreNeverVictims) {
+  ASSERT_TRUE(b.w.cluster.Cordon(b.w.Id("a1")).has_value());
+  auto plan = b.Plan(b.Preemptor(4, true));
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->domain, b.Host("a2"));
+  EXPECT_EQ(b.Names(*plan), (std::vector<std::string>{"z"}));
+  EXPECT_EQ(plan->cost, 60);
+  // Committed to a1, nothing works there any more.
+  EXPECT_FALSE(b.Plan(b.Preemptor(4, true), b.Host("a1")).has_value());
+  // Back in service: {y} on a1 again.
+  ASSERT_TRUE(b.w.cluster.Uncordon(b.w.Id("a1")).has_value());
+  auto again = b.Plan(b.Preemptor(4, true));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(b.Names(*again), (std::vector<std::string>{"y"}));
+}
+
+// One host: g (a1 0-3 + a2 0-3, cost 10) and y (a2 4-7, 10); b1 p, b2 q (8
+// GPUs, 1000 each); a1 cordoned. An 8-GPU single-host preemptor: on a2,
+// {g, y} (20) would free all 8 — but g has a part on a1, so a2 frees only
+// y's 4: {p} on b1 (1000, lower id than b2).
+TEST(PlanPreemption, AGangWithAPartOnACordonedHostIsNoVictim) {
+  Bench b;
+  const Job& g = b.Run("g", {{"a1", Range(0, 4)}, {"a2", Range(0, 4)}}, 10);
+  b.Run("x", {{"a1", Range(4, 8)}}, 1);
+  const Job& y = b.Run("y", {{"a2", Range(4, 8)}}, 10);
+  b.Run("p", {{"b1", Range(0, 8)}}, 1000);
+  b.Run("q", {{"b2", Range(0, 8)}}, 1000);
+  auto before = b.Plan(b.Preemptor(8, true));
+  ASSERT_TRUE(before.has_value());
+  EXPECT_EQ(b.Names(*before), (std::vector<std::string>{"g", "x"}));  // a1: 11
+  const ClusterState& c = b.w.cluster;
+  EXPECT_FALSE(OnCordonedNode(c, *c.FindAllocation(g.id)));
+  ASSERT_TRUE(b.w.cluster.Cordon(b.w.Id("a1")).has_value());
+  EXPECT_TRUE(OnCordonedNode(c, *c.FindAllocation(g.id)));
+  EXPECT_FALSE(OnCordonedNode(c, *c.FindAllocation(y.id)));
+  auto plan = b.Plan(b.Preemptor(8, true));
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->domain, b.Host("b1"));
+  EXPECT_EQ(b.Names(*plan), (std::vector<std::string>{"p"}));
+  EXPECT_EQ(plan->cost, 1000);
+}
+
+// Whole hosts for a 16-GPU gang (leaf level): leaf1 a1 c (8, cost 10), a2 e
+// (8, 20); leaf2 b1 f, b2 h (8, 100 each). leaf1 = 30 wins — until a1 is
+// cordoned: a1 cannot be emptied for the preemptor, leaf1 has only a2's 8,
+// and leaf2's {f, h} (200) is the plan. A 24-GPU gang (the spine) then has
+// only 24 GPUs off the cordoned host, a2 + b1 + b2: {e, f, h} (220).
+TEST(PlanPreemption, ACordonedHostIsNeverEmptiedForAGang) {
+  Bench b;
+  b.Run("c", {{"a1", Range(0, 8)}}, 10);
+  b.Run("e", {{"a2", Range(0, 8)}}, 20);
+  b.Run("f", {{"b1", Range(0, 8)}}, 100);
+  b.Run("h", {{"b2", Range(0, 8)}}, 100);
+  auto before = b.Plan(b.Preemptor(16, false));
+  ASSERT_TRUE(before.has_value());
+  EXPECT_EQ(b.Names(*before), (std::vector<std::string>{"c", "e"}));
+  ASSERT_TRUE(b.w.cluster.Cordon(b.w.Id("a1")).has_value());
+  auto plan = b.Plan(b.Preemptor(16, false));
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->domain, b.Leaf("b1"));
+  EXPECT_EQ(b.Names(*plan), (std::vector<std::string>{"f", "h"}));
+  EXPECT_EQ(plan->cost, 200);
+  auto wide = b.Plan(b.Preemptor(24, false));
+  ASSERT_TRUE(wide.has_value());
+  EXPECT_EQ(b.Names(*wide), (std::vector<std::string>{"e", "f", "h"}));
+  EXPECT_EQ(wide->cost, 220);
+  EXPECT_FALSE(b.Plan(b.Preemptor(32, false)).has_value());
+}
+
 // Candidates not holding GPUs where the preemptor may go (wrong model) free
 // nothing for it.
 TEST(PlanPreemption, OnlyDomainsOfAllowedModelsCount) {

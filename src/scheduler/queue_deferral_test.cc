@@ -254,5 +254,77 @@ TEST(QueueDeferral, DeferredJobBehindTheHeadIsRetriedWithoutARelease) {
   EXPECT_NE(std::find(p.started.begin(), p.started.end(), &j3), p.started.end());
 }
 
+// Backfill reservations and a cordoned (drained) node: what its jobs
+// release goes into the cordon's hold (ClusterState::Unbind), so the head's
+// reservation must not count on it. n0 and n1 (4 GPUs each) run j1 (ends
+// 50) and j2 (ends 100); n0 is cordoned; the 4-GPU head fits at 100 (j2's
+// end on n1), not at 50. (j4 waits behind it, so passes backfill and
+// compute the reservation.)
+TEST(QueueDeferral, AReservationCountsNoReleaseOnACordonedNode) {
+  Harness h(2);
+  const Job j1 = MakeJob(1, 4, 50), j2 = MakeJob(2, 4, 100), j3 = MakeJob(3, 4, 10), j4 = MakeJob(4, 4, 10);
+  h.Push(j1);
+  h.Push(j2);
+  EXPECT_EQ(h.Ids(h.Schedule(0)), (std::vector<JobId>{1, 2}));
+  EXPECT_EQ(h.scheduler->cluster().FindAllocation(1)->assignments[0].node, 0);
+  ASSERT_TRUE(h.scheduler->Cordon(0).has_value());
+  h.Push(j3);
+  h.Push(j4);
+  EXPECT_TRUE(h.Ids(h.Schedule(1)).empty());
+  ASSERT_NE(h.queue->head(), nullptr);
+  EXPECT_EQ(h.queue->head()->id, 3);
+  EXPECT_EQ(h.queue->reservation_s(), 100);
+  // j1 ends: n0 stays drained, nothing starts, the reservation stays at 100.
+  ASSERT_TRUE(h.queue->Finish(j1));
+  EXPECT_EQ(h.FreeOn(0), 0);
+  EXPECT_TRUE(h.Ids(h.Schedule(50)).empty());
+  EXPECT_EQ(h.queue->reservation_s(), 100);
+  ASSERT_TRUE(h.queue->Finish(j2));
+  EXPECT_EQ(h.Ids(h.Schedule(100)), (std::vector<JobId>{3}));
+  EXPECT_EQ(h.scheduler->cluster().FindAllocation(3)->assignments[0].node, 1);
+  // The scheduler forwards the cluster's errors.
+  EXPECT_EQ(h.scheduler->Cordon(0).error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(h.scheduler->Uncordon(1).error().code, ErrorCode::kFailedPrecondition);
+  ASSERT_TRUE(h.scheduler->Uncordon(0).has_value());
+  EXPECT_EQ(h.FreeOn(0), 4);
+}
+
+// The same on FreeCapacity and BackfillReservation directly: the copy
+// keeps the cordon, a release there (Apply +1) adds nothing, and nothing
+// fits there — not even a request for nothing.
+TEST(QueueDeferral, FreeCapacityOnACordonedNode) {
+  ClusterState c = *ClusterState::Build({{"n0", 64000, 262144, 4, "A"}, {"n1", 64000, 262144, 4, "A"}});
+  const Placement on0{{{0, 1000, 1024, {0, 1, 2, 3}, {1000, 1000, 1000, 1000}}}};
+  ASSERT_TRUE(c.Bind(1, on0).has_value());
+  ASSERT_TRUE(c.Bind(2, Placement{{{1, 1000, 1024, {0, 1, 2, 3}, {1000, 1000, 1000, 1000}}}}).has_value());
+  Job head = MakeJob(3, 4, 10);
+  head.single_node = true;
+  Job nothing = MakeJob(4, 0, 10);
+  nothing.gpu_milli = 0;
+  const PodRequest head_req = *ResolveRequest(head, c.models());
+  const PodRequest nothing_req = *ResolveRequest(nothing, c.models());
+
+  BackfillReservation open;
+  open.Compute(c, {{50, 1}, {100, 2}}, head_req, 0, {});
+  EXPECT_EQ(open.time_s(), 50);
+  EXPECT_EQ(open.fits(), (std::vector<uint8_t>{1, 0}));
+
+  ASSERT_TRUE(c.Cordon(0).has_value());
+  FreeCapacity f;
+  f.CopyFrom(c);
+  EXPECT_EQ(f.whole_free(0), 0);
+  EXPECT_TRUE(f.Fits(nothing_req, 1));
+  EXPECT_FALSE(f.Fits(nothing_req, 0));
+  f.Apply(on0.assignments[0], +1);
+  EXPECT_EQ(f.whole_free(0), 0);
+  EXPECT_FALSE(f.Fits(head_req, 0));
+
+  BackfillReservation drained;
+  drained.Compute(c, {{50, 1}, {100, 2}}, head_req, 0, {});
+  EXPECT_EQ(drained.time_s(), 100);
+  EXPECT_EQ(drained.fits(), (std::vector<uint8_t>{0, 1}));
+  EXPECT_EQ(drained.fitting_nodes(), 1);
+}
+
 }  // namespace
 }  // namespace tidal

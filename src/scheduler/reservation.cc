@@ -12,6 +12,7 @@ void FreeCapacity::CopyFrom(const ClusterState& c) {
   count_.resize(n);
   offset_.resize(n);
   whole_.resize(n);
+  cordoned_.resize(n);
   gpu_.clear();
   for (NodeId i = 0; i < c.num_nodes(); ++i) {
     const auto k = static_cast<size_t>(i);
@@ -21,6 +22,7 @@ void FreeCapacity::CopyFrom(const ClusterState& c) {
     count_[k] = c.gpu_count(i);
     offset_[k] = static_cast<int32_t>(gpu_.size());
     whole_[k] = c.free_whole_gpus(i);
+    cordoned_[k] = c.cordoned(i);
     const auto free = c.gpu_free(i);
     gpu_.insert(gpu_.end(), free.begin(), free.end());
   }
@@ -28,6 +30,7 @@ void FreeCapacity::CopyFrom(const ClusterState& c) {
 
 void FreeCapacity::Apply(const NodeAssignment& a, int sign) {
   const auto k = static_cast<size_t>(a.node);
+  if (cordoned_[k]) return;  // a release there is not capacity the head can count on
   cpu_[k] += sign * a.cpu_milli;
   mem_[k] += sign * a.memory_mib;
   for (size_t i = 0; i < a.gpus.size(); ++i) {
@@ -40,6 +43,7 @@ void FreeCapacity::Apply(const NodeAssignment& a, int sign) {
 
 bool FreeCapacity::Fits(const PodRequest& pod, NodeId n) const {
   const auto k = static_cast<size_t>(n);
+  if (cordoned_[k]) return false;
   if (cpu_[k] < pod.cpu_milli() || mem_[k] < pod.memory_mib()) return false;
   if (pod.num_gpu() == 0) return true;
   if (count_[k] < pod.num_gpu() || !pod.gpu_spec.Allows(model_[k])) return false;

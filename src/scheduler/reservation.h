@@ -34,10 +34,12 @@ class FreeCapacity {
  public:
   void CopyFrom(const ClusterState& c);
   int32_t num_nodes() const { return static_cast<int32_t>(cpu_.size()); }
-  // sign +1 returns an assignment's capacity, -1 takes it.
+  // sign +1 returns an assignment's capacity, -1 takes it. On a cordoned
+  // node neither changes anything: what its jobs release stays in the
+  // cordon's hold (ClusterState::Unbind), so it is never free here.
   void Apply(const NodeAssignment& a, int sign);
   // Would a single-node request fit on node n (the ResourceFit and GpuFit
-  // filters' rules)?
+  // filters' rules)? Never on a cordoned node.
   bool Fits(const PodRequest& pod, NodeId n) const;
   // Whole free GPUs on node n.
   int32_t whole_free(NodeId n) const { return whole_[n]; }
@@ -49,6 +51,7 @@ class FreeCapacity {
   std::vector<GpuModelId> model_;
   std::vector<int32_t> count_, offset_, whole_;
   std::vector<int32_t> gpu_;
+  std::vector<uint8_t> cordoned_;
 };
 
 struct ReservationRules {

@@ -60,6 +60,11 @@ class Scheduler {
   void set_no_defer(bool v) { no_defer_ = v; }
   // Returns an idle MIG GPU to the whole-GPU pool (ClusterState::DisableMig).
   Status DisableMig(NodeId n, int32_t gpu) { return cluster_.DisableMig(n, gpu); }
+  // Drains node n (ClusterState::Cordon): nothing new is placed there; its
+  // running jobs keep running, and what they release stays out of the pool
+  // until Uncordon.
+  Status Cordon(NodeId n) { return cluster_.Cordon(n); }
+  Status Uncordon(NodeId n) { return cluster_.Uncordon(n); }
   // Attaches a topology to the cluster; only before anything is bound.
   Status AttachTopology(std::shared_ptr<const topo::Topology> t) { return cluster_.AttachTopology(std::move(t)); }
 

@@ -28,6 +28,9 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
   mig::RequestMix mix;
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
     if (c.gpu_count(n) == 0 || !pod.gpu_spec.Allows(c.gpu_model(n))) continue;
+    // A drained node's idle instances are not for new jobs (CanBind would
+    // refuse them; a job asking no CPU or memory would otherwise pick one).
+    if (c.cordoned(n)) continue;
     if (c.cpu_free(n) < j.cpu_milli || c.memory_free(n) < j.memory_mib) continue;
     const mig::Geometry* g = mig::FindGeometry(c.models().Name(c.gpu_model(n)));
     if (!g) continue;

@@ -180,5 +180,40 @@ TEST(MigPack, AFreeInstanceBeatsALowerIndex) {
   EXPECT_EQ(f.scheduler.cluster().mig_counters().instances_created, created);
 }
 
+// A cordoned (drained) node gives no instance to a new job: neither a new
+// one on its idle GPU nor an idle instance left by a finished job. The jobs
+// ask no CPU or memory, so only the cordon keeps the placers off n0 (its
+// free CPU and memory read 0, which a request for 0 would pass).
+TEST(MigPack, CordonedNodesAreSkipped) {
+  for (const bool pack : {false, true}) {
+    const char* placer = pack ? "pack" : "first-fit";
+    SCOPED_TRACE(placer);
+    Fixture f(placer, {{"n0", 64000, 1 << 20, 1, "H100"}, {"n1", 64000, 1 << 20, 1, "H100"}});
+    auto light = [&](const char* profile) -> const Job& {
+      f.Mig(profile);
+      Job& j = f.jobs.back();
+      j.cpu_milli = 0;
+      j.memory_mib = 0;
+      return j;
+    };
+    const int three = G().FindProfile("3g.40gb");
+    const Job& done = light("3g.40gb");
+    ASSERT_TRUE(f.scheduler.Bind(done, Placement{{{0, 0, 0, {}, {}, {{0, three, 4}}}}}));
+    ASSERT_TRUE(f.scheduler.Release(done));  // n0 GPU 0: an idle 3g@4 instance
+    ASSERT_TRUE(f.scheduler.Cordon(0));
+    // Both 3g instances on n1's GPU (pack opens the upper half first).
+    EXPECT_EQ(f.Where(light("3g.40gb")), pack ? "1/0/3g.40gb@4" : "1/0/3g.40gb@0");
+    EXPECT_EQ(f.Where(light("3g.40gb")), pack ? "1/0/3g.40gb@0" : "1/0/3g.40gb@4");
+    // n1 is full now and n0 drained: the job waits.
+    auto waits = f.scheduler.ScheduleAndBind(light("3g.40gb"));
+    ASSERT_FALSE(waits);
+    EXPECT_EQ(waits.error().code, ErrorCode::kUnschedulable);
+    EXPECT_EQ(mig::FormatLayout(G(), f.scheduler.cluster().mig_device(0, 0)->layout), "3g.40gb@4");
+    ASSERT_TRUE(f.scheduler.Uncordon(0));
+    EXPECT_EQ(f.Where(light("3g.40gb")), "0/0/3g.40gb@4");  // the idle instance, reused
+    EXPECT_TRUE(f.scheduler.cluster().CheckInvariants());
+  }
+}
+
 }  // namespace
 }  // namespace tidal::plugins

@@ -10,7 +10,9 @@ class ResourceFitFilter final : public FilterPlugin {
  public:
   std::string_view name() const override { return "NodeResourcesFit"; }
   bool Filter(const CycleContext& ctx, const PodRequest& pod, NodeId n) const override {
-    return ctx.cluster.cpu_free(n) >= pod.cpu_milli() && ctx.cluster.memory_free(n) >= pod.memory_mib();
+    // A cordoned node's free capacity reads 0; the flag also keeps off a
+    // request for nothing.
+    return !ctx.cluster.cordoned(n) && ctx.cluster.cpu_free(n) >= pod.cpu_milli() && ctx.cluster.memory_free(n) >= pod.memory_mib();
   }
 };
 
