@@ -155,6 +155,13 @@ Status JobQueue::Finish(const Job& job) {
   return Ok();
 }
 
+void JobQueue::CapacityChanged() {
+  std::fill(unfit_.begin(), unfit_.end(), 0);
+  std::fill(delays_head_.begin(), delays_head_.end(), 0);
+  reservation_valid_ = false;
+  scanned_below_ = 0;
+}
+
 int64_t JobQueue::RunTimeOf(const Job& job, const Placement& p) const {
   return run_time_ ? run_time_(job, p) : *job.duration_s;
 }

@@ -137,6 +137,9 @@ class WorkQueue {
   // planned end (cancelled while running): what the queue accounts for the
   // run stops there. Finish must follow at `now`.
   virtual Status CutRun(JobId job, int64_t now) = 0;
+  // The cluster's capacity changed outside the queue (a node cordoned or
+  // uncordoned): every earlier "does not fit" and any reservation are stale.
+  virtual void CapacityChanged() = 0;
   using RunTime = std::function<int64_t(const Job&, const Placement&)>;
   virtual void SetRunTime(RunTime run_time) = 0;
   virtual Result<QueuePass> Schedule(int64_t now) = 0;
@@ -188,6 +191,7 @@ class JobQueue : public WorkQueue {
   Status Finish(const Job& job) override;
   Status Withdraw(JobId job) override;
   Status CutRun(JobId job, int64_t now) override;
+  void CapacityChanged() override;
 
   // How long a job runs on the placement it got (default: its duration_s).
   // The simulator stretches multi-GPU jobs by their placement slowdown.

@@ -239,6 +239,32 @@ void TenantQueue::DemoteToSpot(tenancy::TenantId tenant) {
   std::fill(unfit_.begin(), unfit_.end(), 0);  // what fits may have changed
 }
 
+Status TenantQueue::SetTree(std::shared_ptr<const tenancy::TenantTree> tree) {
+  if (!tree_ || !tree) return MakeError(ErrorCode::kFailedPrecondition, "this queue runs without a tenant tree");
+  if (tree->size() != tree_->size() || tree->num_resources() != tree_->num_resources()) {
+    return MakeError(ErrorCode::kInvalidArgument, "the new tenant tree has {} tenants and {} resources, the queue's {} and {}",
+                     tree->size(), tree->num_resources(), tree_->size(), tree_->num_resources());
+  }
+  for (tenancy::TenantId t = 0; t < tree->size(); ++t) {
+    if (tree->name(t) != tree_->name(t) || tree->parent(t) != tree_->parent(t)) {
+      return MakeError(ErrorCode::kInvalidArgument, "the new tenant tree differs in tenant #{} ('{}', was '{}'); only quotas may change",
+                       t, tree->name(t), tree_->name(t));
+    }
+  }
+  for (tenancy::ResourceId r = 0; r < tree->num_resources(); ++r) {
+    if (tree->resource_name(r) != tree_->resource_name(r)) {
+      return MakeError(ErrorCode::kInvalidArgument, "the new tenant tree numbers resource '{}' differently", tree->resource_name(r));
+    }
+  }
+  tree_ = std::move(tree);
+  usage_ = *tree_;
+  for (const auto& [id, e] : entries_)
+    if (e.running) usage_.Add(e.tenant, e.quota);
+  meter_->SetShares(*tree_);
+  std::fill(unfit_.begin(), unfit_.end(), 0);  // what fits may have changed
+  return Ok();
+}
+
 void TenantQueue::UnlistRunning(Entry& e) {
   Entry* last = running_list_.back();
   running_list_[e.running_index] = last;
@@ -471,7 +497,10 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     // LAS on borrowed quota never overrides priority (no loop with it).
     if (las_borrowed && v.tier != Tier::kGuaranteed && v.job->priority <= e.job->priority && LasQueue(v, now) > my_queue) ok = true;
     if (!ok) continue;
-    cands.push_back({v.job, LostIfPreempted(v, now, nullptr), v.tenant, scheduler_->cluster().FindAllocation(v.job->id)});
+    const Placement* held = scheduler_->cluster().FindAllocation(v.job->id);
+    // A job on a drained node is no victim (PlanPreemption skips it too).
+    if (held == nullptr || OnCordonedNode(scheduler_->cluster(), *held)) continue;
+    cands.push_back({v.job, LostIfPreempted(v, now, nullptr), v.tenant, held});
     cand_entries.push_back(&v);
   }
   if (cands.empty()) return false;

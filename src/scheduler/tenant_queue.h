@@ -121,6 +121,7 @@ class TenantQueue : public WorkQueue {
   Status Finish(const Job& job) override;
   Status Withdraw(JobId job) override;
   Status CutRun(JobId job, int64_t now) override;
+  void CapacityChanged() override { std::fill(unfit_.begin(), unfit_.end(), 0); }
   void SetRunTime(RunTime run_time) override { run_time_ = std::move(run_time); }
   Result<QueuePass> Schedule(int64_t now) override;
   size_t waiting() const override { return waiting_.size(); }
@@ -142,6 +143,13 @@ class TenantQueue : public WorkQueue {
   // runs as spot from now on — its waiting and later jobs; running ones keep
   // their tier until they stop. Guaranteed-tier tenants are not demoted.
   void DemoteToSpot(tenancy::TenantId tenant);
+  // A quota change from now on: `tree` has the same tenants and resources
+  // (TenantTree::WithQuota) and new quotas. Running jobs keep running — a
+  // lowered floor is given back through reclaim and borrowing, never by
+  // eviction here; the fair-share meter keeps its decayed usage with the new
+  // shares. Waiting jobs that can never fit the new quotas stay waiting
+  // (explain names the cause). kInvalidArgument for another tree's shape.
+  Status SetTree(std::shared_ptr<const tenancy::TenantTree> tree);
   // TenantQueueOptions::preempt_checkpoint_s from the next pass on (a driver
   // that knows when preemption comes with notice).
   void set_preempt_checkpoint_s(int64_t s) { options_.preempt_checkpoint_s = s; }

@@ -216,6 +216,62 @@ TEST(TenantQueue, BorrowReclaimAndResumeFromTheCheckpoint) {
   EXPECT_EQ(h.scheduler->cluster().total_gpu_milli_allocated(), 0);
 }
 
+// A quota change mid-run (SetTree). org -> A (8), B (8) on 2 x 8 GPUs.
+//  0: A's a1 (8) runs within its floor, a2 (8) borrows B's idle floor.
+//  Change: A's floor 16, B's 0. Running jobs stay; A is now within its
+//      floor (not borrowing), its usage recounted under the new tree: 16 of
+//      16.
+//  B's b1 (8) arrives: B may borrow, but A uses the whole cohort, and with
+//      no floor B has no right to reclaim: it waits on quota.
+//  Change back (A 8, B 8): b1 has a floor again and reclaims a2 (the only
+//      job above A's floor): the same pass starts it.
+TEST(TenantQueue, AQuotaChangeRecountsUsageAndMovesTheRightToReclaim) {
+  auto tree = Tree({{"A", 8}, {"B", 8}});
+  Harness h(2, tree, QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 8, 10000, 0);
+  const Job& a2 = h.Push("A", 8, 10000, 0);
+  EXPECT_EQ(h.Started(h.Schedule(0)), (Names{a1.name, a2.name}));
+  const TenantTree& u0 = h.queue->usage_tree();
+  EXPECT_TRUE(u0.Borrowing(u0.Find("A")));
+
+  auto moved = tree->WithQuota("A", "gpu", {.nominal = 16 * kMilliPerGpu});
+  ASSERT_TRUE(moved) << moved.error().message;
+  auto moved2 = moved->WithQuota("B", "gpu", {.nominal = 0});
+  ASSERT_TRUE(moved2) << moved2.error().message;
+  ASSERT_TRUE(h.queue->SetTree(std::make_shared<const TenantTree>(std::move(*moved2))));
+  h.Check();
+  const TenantTree& u1 = h.queue->usage_tree();
+  EXPECT_FALSE(u1.Borrowing(u1.Find("A")));
+  EXPECT_EQ(u1.subtree(u1.Find("A"), 0), 16 * kMilliPerGpu);
+  EXPECT_EQ(h.Usage("A"), 16);
+  EXPECT_EQ(h.queue->tree()->nominal(h.queue->tree()->Find("B"), 0), 0);
+
+  const Job& b1 = h.Push("B", 8, 1000, 100);
+  QueuePass p = h.Schedule(100);
+  EXPECT_TRUE(p.started.empty());
+  EXPECT_TRUE(p.preempted.empty());
+  auto causes = h.queue->Explain(b1);
+  ASSERT_FALSE(causes.empty());
+  EXPECT_EQ(causes.front().kind, "quota");
+
+  ASSERT_TRUE(h.queue->SetTree(tree));
+  p = h.Schedule(200);
+  EXPECT_EQ(h.Preempted(p).size(), 1u);
+  EXPECT_EQ(h.Started(p), (Names{b1.name}));
+  EXPECT_EQ(h.Usage("A"), 8);
+  EXPECT_EQ(h.Usage("B"), 8);
+
+  // Another tree's shape is refused and changes nothing.
+  auto other = Tree({{"A", 8}, {"C", 8}});
+  auto refused = h.queue->SetTree(other);
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error().message, HasSubstr("only quotas may change"));
+  EXPECT_EQ(h.queue->tree(), tree.get());
+  auto bigger = Tree({{"A", 8}, {"B", 8}, {"C", 8}});
+  EXPECT_FALSE(h.queue->SetTree(bigger));
+  h.Check();
+}
+
 // min_run_s: a job runs this long before it may be preempted. The same
 // start as above with min_run_s 5000: no reclaim at 4000 (a1 and a2 have
 // run 4000 s), one at 5000: lost (5000 - 3600 + 60) * 8 = 11680.

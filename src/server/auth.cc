@@ -118,6 +118,10 @@ bool CanManageToken(const Principal& p, const Principal& target) {
 
 bool CanReadAudit(const Principal& p) { return p.role == Role::kAdmin; }
 
+bool CanOperate(const Principal& p) { return p.role == Role::kAdmin || p.role == Role::kOperator; }
+
+bool CanSetQuota(const Principal& p) { return p.role == Role::kAdmin; }
+
 std::string Sha256Hex(std::string_view data) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
   unsigned int len = 0;

@@ -46,6 +46,10 @@ bool CanCreateToken(const Principal& p, Role role, std::string_view tenant);
 // See and revoke the token `target`.
 bool CanManageToken(const Principal& p, const Principal& target);
 bool CanReadAudit(const Principal& p);
+// Drain nodes and return them to service (admins, operators).
+bool CanOperate(const Principal& p);
+// Change tenants' quotas (admins).
+bool CanSetQuota(const Principal& p);
 bool IsTenantBound(Role r);  // tenant-admin, member: must name a tenant; admin, operator: must not
 
 std::string Sha256Hex(std::string_view data);

@@ -120,10 +120,30 @@ Status Daemon::Init() {
   JobId max_id = 0;
   for (const Rec& r : api) max_id = std::max(max_id, r.view.id);
   next_api_id_ = max_id + 1;
+  // Operator inputs (drains, quota changes), as stored.
+  std::vector<std::pair<int64_t, OpInput>> ops;
+  TIDAL_RETURN_IF_ERROR(store_.Read([&](store::Tx& tx) -> Status {
+    ops.clear();
+    TIDAL_ASSIGN_OR_RETURN(store::Rows rows, tx.Query("SELECT id, at, kind, body FROM daemon_inputs ORDER BY id"));
+    for (const store::Row& row : rows.rows) {
+      TIDAL_ASSIGN_OR_RETURN(int64_t id, store::AsInt(row, 0));
+      TIDAL_ASSIGN_OR_RETURN(int64_t at, store::AsInt(row, 1));
+      TIDAL_ASSIGN_OR_RETURN(std::string kind, store::AsText(row, 2));
+      TIDAL_ASSIGN_OR_RETURN(std::string body, store::AsText(row, 3));
+      auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded() || !parsed.is_object()) {
+        return MakeError(ErrorCode::kParse, "store {}: daemon_inputs row {} has a body that is not a JSON object: {}", store_.display_url(),
+                         id, body);
+      }
+      ops.push_back({at, OpInput{.id = id, .kind = kind, .body = std::move(parsed)}});
+      next_op_id_ = std::max(next_op_id_, id + 1);
+    }
+    return Ok();
+  }));
 
   TIDAL_ASSIGN_OR_RETURN(market::Ledger ledger, market::Ledger::Open(store_));
   ledger_.emplace(std::move(ledger));
-  TIDAL_RETURN_IF_ERROR(CatchUp(std::move(api)));
+  TIDAL_RETURN_IF_ERROR(CatchUp(std::move(api), std::move(ops)));
   for (const auto& [id, rec] : recs_) {
     auto it = stored_state.find(id);
     if (it == stored_state.end()) continue;  // arrived during the catch-up: written below
@@ -138,11 +158,17 @@ Status Daemon::Init() {
   return Ok();
 }
 
-Status Daemon::CatchUp(std::vector<Rec> api) {
+Status Daemon::CatchUp(std::vector<Rec> api, std::vector<std::pair<int64_t, OpInput>> ops) {
   catching_up_ = true;
   const int64_t now = Now();
-  // Recorded inputs by batch time: arrivals, then cancels.
-  std::map<int64_t, std::pair<std::vector<Rec>, std::vector<JobId>>> inputs;
+  // Recorded inputs by batch time: arrivals, cancels, operator inputs.
+  struct Batch {
+    std::vector<Rec> first;
+    std::vector<JobId> second;
+    std::vector<OpInput> ops;
+  };
+  std::map<int64_t, Batch> inputs;
+  for (auto& [t, op] : ops) inputs[t].ops.push_back(std::move(op));
   std::vector<Rec> unseen;
   std::vector<JobId> cancel_unseen;
   for (Rec& r : api) {
@@ -157,7 +183,7 @@ Status Daemon::CatchUp(std::vector<Rec> api) {
   }
   for (auto& [t, in] : inputs) {
     TIDAL_RETURN_IF_ERROR(AdvanceTo(t, /*inclusive=*/false));
-    TIDAL_RETURN_IF_ERROR(RunBatch(t, std::move(in.first), std::move(in.second)));
+    TIDAL_RETURN_IF_ERROR(RunBatch(t, std::move(in.first), std::move(in.second), std::move(in.ops)));
   }
   TIDAL_RETURN_IF_ERROR(AdvanceTo(now, /*inclusive=*/true));
   catching_up_ = false;
@@ -192,7 +218,7 @@ void Daemon::Ended(Rec& r, std::string state, int64_t t) {
   dirty_.insert(r.view.id);
 }
 
-Status Daemon::RunBatch(int64_t t, std::vector<Rec> arrivals, std::vector<JobId> cancels) {
+Status Daemon::RunBatch(int64_t t, std::vector<Rec> arrivals, std::vector<JobId> cancels, std::vector<OpInput> ops) {
   const auto wall_start = std::chrono::steady_clock::now();
   const int64_t got = replay_->NextBatch(std::min(NextTraceArrival(), t));
   if (got != t) return MakeError(ErrorCode::kInternal, "batch at {} expected, the replay is at {}", t, got);
@@ -242,6 +268,20 @@ Status Daemon::RunBatch(int64_t t, std::vector<Rec> arrivals, std::vector<JobId>
     dirty_.insert(id);
   }
   TIDAL_RETURN_IF_ERROR(replay_->FinishesAt(t, finished));
+  // Operator inputs, by id (recorded: a failure here is the daemon's own).
+  std::sort(ops.begin(), ops.end(), [](const OpInput& a, const OpInput& b) { return a.id < b.id; });
+  for (const OpInput& op : ops) {
+    if (Status s = ApplyOp(op, *replay_); !s) {
+      return MakeError(ErrorCode::kInternal, "operator input {} ({} {}) recorded for {} does not apply: {}", op.id, op.kind,
+                       op.body.dump(), t, s.error().message);
+    }
+    if (op.kind == "drain" || op.kind == "resume") {
+      const NodeId n = *replay_->cluster().FindNode(op.body.value("node", ""));
+      if (op.kind == "drain") drained_[n] = op.body.value("reason", "");
+      else drained_.erase(n);
+    }
+    next_op_id_ = std::max(next_op_id_, op.id + 1);
+  }
   for (const Job* j : finished) {
     Rec& r = recs_.at(j->id);
     Ended(r, r.cancel_at ? "cancelled" : "succeeded", t);
@@ -303,8 +343,10 @@ Status Daemon::ObservePrices(int64_t t) {
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
     if (c.gpu_count(n) == 0) continue;
     const auto m = static_cast<size_t>(c.gpu_model(n));
-    cap[m] += int64_t{c.gpu_count(n)} * kMilliPerGpu;
-    used[m] += int64_t{c.gpu_count(n)} * kMilliPerGpu - c.gpu_milli_free(n);
+    // Utilisation of the capacity in service: a drained node's idle GPUs
+    // are neither for rent nor used.
+    cap[m] += int64_t{c.gpu_count(n)} * kMilliPerGpu - c.cordon_gpu_milli(n);
+    used[m] += int64_t{c.gpu_count(n)} * kMilliPerGpu - c.gpu_milli_free(n) - c.cordon_gpu_milli(n);
   }
   for (size_t m = 0; m < cap.size(); ++m) {
     if (cap[m] == 0) continue;

@@ -42,6 +42,7 @@
 #include "server/daemon_config.h"
 #include "server/group_commit.h"
 #include "server/job_request.h"
+#include "server/op_request.h"
 #include "server/metrics.h"
 #include "server/snapshot.h"
 #include "market/ledger.h"
@@ -75,6 +76,15 @@ struct JobFilter {
   std::string tenant, state;
   int64_t limit = 100;
   std::optional<JobCursor> before;  // the page after this cursor (none: from the newest)
+};
+
+// An operator's input besides jobs, kept in daemon_inputs and replayed on
+// restart like a job's arrival: a node drained (cordoned: no new work, its
+// running jobs run on) or returned to service, a tenant's quota changed.
+struct OpInput {
+  int64_t id = 0;
+  std::string kind;     // "drain", "resume", "quota"
+  nlohmann::json body;  // canonical; quota amounts in the resource's unit (milli-GPU, milli-CPU, MiB)
 };
 
 struct JobPage {
@@ -121,8 +131,20 @@ class Daemon {
   ApiResult<JobView> GetJob(JobId id, const Principal& by);
   ApiResult<JobPage> ListJobs(const JobFilter& f, const Principal& by);
   ApiResult<nlohmann::json> Explain(JobId id, const Principal& by);
-  ApiResult<nlohmann::json> Simulate(const std::vector<SubmitRequest>& submit, const Principal& by);
   ApiResult<std::vector<TenantView>> Tenants(const Principal& by);
+  // Operators: drain a node / return it to service (daemon_ops.cc). Each is
+  // recorded before it takes effect, in a batch of its own.
+  ApiResult<nlohmann::json> Drain(const std::string& node, const std::string& reason, const Principal& by, const Audit& audit);
+  ApiResult<nlohmann::json> Resume(const std::string& node, const Principal& by, const Audit& audit);
+  // Admins: replace a tenant's quota on one resource.
+  ApiResult<nlohmann::json> SetQuota(const QuotaChange& q, const Principal& by, const Audit& audit);
+  // What-if changes besides new jobs (POST /v1/simulate).
+  struct WhatIf {
+    std::vector<SubmitRequest> submit;
+    std::vector<std::string> drain;
+    std::vector<QuotaChange> quota;
+  };
+  ApiResult<nlohmann::json> Simulate(const WhatIf& change, const Principal& by);
 
  private:
   struct Rec {
@@ -135,9 +157,24 @@ class Daemon {
 
   Daemon(DaemonConfig config, store::Store& store, WallClock wall);
   Status Init();
-  Status CatchUp(std::vector<Rec> api_jobs);
-  // The batch at t (> every earlier batch): see the header.
-  Status RunBatch(int64_t t, std::vector<Rec> arrivals, std::vector<JobId> cancels);
+  Status CatchUp(std::vector<Rec> api_jobs, std::vector<std::pair<int64_t, OpInput>> ops);
+  // The batch at t (> every earlier batch): see the header. Operator
+  // inputs come after the cancels, by id.
+  Status RunBatch(int64_t t, std::vector<Rec> arrivals, std::vector<JobId> cancels, std::vector<OpInput> ops = {});
+  // An operator input checked against the state now, and what applying it
+  // takes (a node, a new tenant tree). Errors: kNotFound (no such node or
+  // tenant), kFailedPrecondition (already drained, ...), kInvalidArgument.
+  struct PreparedOp {
+    NodeId node = -1;
+    std::shared_ptr<const tenancy::TenantTree> tree;
+  };
+  Result<PreparedOp> PrepareOp(const OpInput& op, const sim::Replay& replay) const;
+  Status ApplyOp(const OpInput& op, sim::Replay& replay);
+  // Records an operator input (with its audit entry) and runs it in a batch
+  // of its own; returns the batch time.
+  ApiResult<int64_t> RecordOp(std::string kind, nlohmann::json body, const Principal& by, const Audit& audit, int status,
+                              std::string object);
+  nlohmann::json NodeJson(NodeId n) const;
   // Runs the batches strictly before t (bound: inclusive when `inclusive`).
   Status AdvanceTo(int64_t t, bool inclusive);
   int64_t NextTraceArrival() const;
@@ -153,7 +190,7 @@ class Daemon {
   void Ended(Rec& r, std::string state, int64_t t);
   std::string TierOf(const std::string& tenant) const;
   Result<nlohmann::json> ExplainNow(JobId id);
-  Result<nlohmann::json> SimulateNow(const std::vector<SubmitRequest>& submit, const Principal& by);
+  Result<nlohmann::json> SimulateNow(const WhatIf& change, const Principal& by);
 
   DaemonConfig config_;
   store::Store& store_;
@@ -180,6 +217,8 @@ class Daemon {
   std::unordered_map<JobId, std::string> reasons_;  // pending job -> its first blocking cause
   double reasons_at_ = -1e18;
   bool catching_up_ = false;
+  std::map<NodeId, std::string> drained_;  // drained nodes and why
+  int64_t next_op_id_ = 1;
   int64_t reconciled_ = 0;
 
   GroupCommit commit_;

@@ -210,7 +210,13 @@ void Daemon::Publish() {
     v.gpu_model = c.gpu_count(n) > 0 ? c.models().Name(c.gpu_model(n)) : "";
     v.gpus = c.gpu_count(n);
     v.gpus_free = c.free_whole_gpus(n);
-    v.gpus_allocated = static_cast<double>(int64_t{c.gpu_count(n)} * kMilliPerGpu - c.gpu_milli_free(n)) / kMilliPerGpu;
+    // A drained node's idle capacity is held by its cordon, not allocated.
+    v.gpus_allocated =
+        static_cast<double>(int64_t{c.gpu_count(n)} * kMilliPerGpu - c.gpu_milli_free(n) - c.cordon_gpu_milli(n)) / kMilliPerGpu;
+    if (auto d = drained_.find(n); d != drained_.end()) {
+      v.drained = true;
+      v.drain_reason = d->second;
+    }
     host_alloc[static_cast<size_t>(n)] = v.gpus_allocated;
     if (c.has_topology()) {
       const topo::Topology& t = c.topology();
@@ -544,7 +550,7 @@ ApiResult<nlohmann::json> Daemon::Explain(JobId id, const Principal& by) {
   });
 }
 
-Result<nlohmann::json> Daemon::SimulateNow(const std::vector<SubmitRequest>& submit, const Principal& by) {
+Result<nlohmann::json> Daemon::SimulateNow(const WhatIf& change, const Principal& by) {
   // What the scheduler plans with: each live job runs its estimate.
   auto copies = [&] {
     std::vector<Job> jobs;
@@ -557,13 +563,23 @@ Result<nlohmann::json> Daemon::SimulateNow(const std::vector<SubmitRequest>& sub
   TIDAL_ASSIGN_OR_RETURN(auto before, sim::ForwardStarts(*replay_, copies(), {}));
   std::vector<Job> extra;
   const JobId base = next_api_id_.load() + (JobId{1} << 30);
-  for (size_t i = 0; i < submit.size(); ++i) {
-    Job j = ToJob(submit[i], base + static_cast<JobId>(i), replay_->now(), largest_host_gpus_);
+  for (size_t i = 0; i < change.submit.size(); ++i) {
+    Job j = ToJob(change.submit[i], base + static_cast<JobId>(i), replay_->now(), largest_host_gpus_);
     j.duration_s = j.estimate_s;
     if (cost_ && j.num_gpu > 1 && j.gpu_milli == kMilliPerGpu) j.tp_group = cost_->TensorParallel(j.num_gpu);
     extra.push_back(std::move(j));
   }
-  TIDAL_ASSIGN_OR_RETURN(auto after, sim::ForwardStarts(*replay_, copies(), extra));
+  // The drains and quota changes, applied to the fork exactly as the live
+  // inputs would be (the same checks: a drained node or a bad quota is an
+  // error here as it would be there).
+  std::vector<OpInput> ops;
+  for (const std::string& node : change.drain) ops.push_back({.kind = "drain", .body = {{"node", node}, {"reason", "what-if"}}});
+  for (const QuotaChange& q : change.quota) ops.push_back({.kind = "quota", .body = q.ToJson()});
+  auto apply = [&](sim::Replay& fork) -> Status {
+    for (const OpInput& op : ops) TIDAL_RETURN_IF_ERROR(ApplyOp(op, fork));
+    return Ok();
+  };
+  TIDAL_ASSIGN_OR_RETURN(auto after, sim::ForwardStarts(*replay_, copies(), extra, ops.empty() ? nullptr : std::function<Status(sim::Replay&)>(apply)));
   nlohmann::json jobs = nlohmann::json::array();
   for (const auto& [id, j] : replay_->live()) {
     if (replay_->running(id)) continue;
@@ -586,19 +602,30 @@ Result<nlohmann::json> Daemon::SimulateNow(const std::vector<SubmitRequest>& sub
   return nlohmann::json{{"now", replay_->now()}, {"jobs", jobs}, {"submitted", submitted}};
 }
 
-ApiResult<nlohmann::json> Daemon::Simulate(const std::vector<SubmitRequest>& submit, const Principal& by) {
-  std::vector<SubmitRequest> checked = submit;
-  for (size_t i = 0; i < checked.size(); ++i) {
-    if (auto ok = CheckSubmit(checked[i], by); !ok) {
+ApiResult<nlohmann::json> Daemon::Simulate(const WhatIf& change, const Principal& by) {
+  WhatIf checked = change;
+  for (size_t i = 0; i < checked.submit.size(); ++i) {
+    if (auto ok = CheckSubmit(checked.submit[i], by); !ok) {
       ApiError e = ok.error();
       e.message = fmt::format("submit[{}]: {}", i, e.message);
       if (!e.field.empty()) e.field = fmt::format("submit[{}].{}", i, e.field);
       return std::unexpected(e);
     }
   }
+  // Asking what a drain or a quota change would do is the operator's and the
+  // admin's question (it tells of every tenant's jobs).
+  if (!checked.drain.empty() && !CanOperate(by)) {
+    return std::unexpected(Forbidden(fmt::format("a {} token may not simulate drains", RoleName(by.role))));
+  }
+  if (!checked.quota.empty() && !CanSetQuota(by)) {
+    return std::unexpected(Forbidden(fmt::format("a {} token may not simulate quota changes", RoleName(by.role))));
+  }
   return OnScheduler([&]() -> ApiResult<nlohmann::json> {
     auto r = SimulateNow(checked, by);
-    if (!r) return std::unexpected(FromError(r.error()));
+    if (!r) {
+      if (r.error().code == ErrorCode::kFailedPrecondition) return std::unexpected(Conflict(r.error().message));
+      return std::unexpected(FromError(r.error()));
+    }
     return *r;
   });
 }

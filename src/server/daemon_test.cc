@@ -38,6 +38,19 @@ SubmitRequest Req(int gpus, int64_t est, int64_t run = 0, std::string key = {}) 
   return r;
 }
 
+// The stored jobs agree in what the scheduler decided.
+void ExpectSameJobs(const std::map<JobId, JobView>& before, const std::map<JobId, JobView>& after) {
+  ASSERT_EQ(before.size(), after.size());
+  for (const auto& [id, v] : before) {
+    SCOPED_TRACE(id);
+    const JobView& w = after.at(id);
+    EXPECT_EQ(v.state, w.state);
+    EXPECT_EQ(v.started_at, w.started_at);
+    EXPECT_EQ(v.ended_at, w.ended_at);
+    EXPECT_EQ(v.placement, w.placement);
+  }
+}
+
 class DaemonTest : public ::testing::TestWithParam<store::testing::Backend> {
  protected:
   void SetUp() override {
@@ -261,7 +274,7 @@ TEST_P(DaemonTest, ExplainAndWhatIf) {
   EXPECT_LE(p50, static_cast<int64_t>(kEpoch) + 1000);
   EXPECT_FALSE(d_->Explain(waiting, kAds));  // not its tenant's
 
-  auto w = d_->Simulate({Req(8, 2000)}, kSearch);
+  auto w = d_->Simulate({.submit = {Req(8, 2000)}}, kSearch);
   ASSERT_TRUE(w) << w.error().message;
   ASSERT_EQ((*w)["jobs"].size(), 1u);
   EXPECT_EQ((*w)["jobs"][0]["id"], waiting);
@@ -298,17 +311,8 @@ TEST_P(DaemonTest, ARestartReplaysToTheSameState) {
   // Its counters start afresh: the replay of the past is not counted again.
   EXPECT_EQ(d_->metrics().scheduled.load(), 0);
   EXPECT_EQ(d_->metrics().unschedulable.load(), 0);
-  const auto after = Stored();
-  ASSERT_EQ(before.size(), after.size());
-  for (const auto& [id, v] : before) {
-    SCOPED_TRACE(id);
-    const JobView& w = after.at(id);
-    EXPECT_EQ(v.state, w.state);
-    EXPECT_EQ(v.started_at, w.started_at);
-    EXPECT_EQ(v.ended_at, w.ended_at);
-    EXPECT_EQ(v.placement, w.placement);
-    EXPECT_EQ(Get(id).state, states[id]);
-  }
+  ExpectSameJobs(before, Stored());
+  for (JobId id : ids) EXPECT_EQ(Get(id).state, states[id]) << id;
   // New jobs get new ids after the restart.
   const JobId next = Submit(kAds, Req(1, 10));
   EXPECT_EQ(next, ids.back() + 1);
@@ -462,6 +466,202 @@ TEST_P(DaemonTest, TheSchedulingThreadTakesInputsAndEventsWhenTheyAreDue) {
   EXPECT_EQ(state_at(id, 0.45), "running");
   EXPECT_EQ(state_at(kTraceIdBase, 0.9), "running");
   d_->Stop();
+}
+
+// --- Operator inputs: drains and quota changes ---------------------------
+
+const Principal kOperator{.token_id = "op", .role = Role::kOperator};
+const Audit kOpAudit{.method = "POST", .path = "/v1/nodes/x/drain"};
+
+// The host a running job sits on (its placement's only node).
+std::string HostOf(const JobView& v) {
+  EXPECT_EQ(v.placement.size(), 1u) << v.ToJson().dump();
+  return v.placement.empty() ? "" : v.placement[0]["node"].get<std::string>();
+}
+
+const NodeView* NodeNamed(const Snapshot& s, const std::string& name) {
+  for (const NodeView& n : s.node_views)
+    if (n.name == name) return &n;
+  return nullptr;
+}
+
+TEST_P(DaemonTest, ADrainedNodeTakesNoNewWorkItsJobsRunOnAndResumeGivesItBack) {
+  const JobId a = Submit(kAds, Req(8, 100, 100));
+  wall_ += 1;
+  Step();
+  const std::string host = HostOf(Get(a));
+  auto drained = d_->Drain(host, "fan replaced", kOperator, kOpAudit);
+  ASSERT_TRUE(drained) << drained.error().message;
+  EXPECT_EQ((*drained)["drained"], true);
+  EXPECT_EQ((*drained)["drain_reason"], "fan replaced");
+  EXPECT_EQ((*drained)["at"], static_cast<int64_t>(kEpoch) + 2);  // a batch of its own, after the last
+  EXPECT_EQ(Get(a).state, "running");  // a drain evicts nothing
+  {
+    auto s = d_->snapshot();
+    const NodeView* n = NodeNamed(*s, host);
+    ASSERT_NE(n, nullptr);
+    EXPECT_TRUE(n->drained);
+    EXPECT_EQ(n->drain_reason, "fan replaced");
+    EXPECT_EQ(n->gpus_free, 0);
+    EXPECT_DOUBLE_EQ(n->gpus_allocated, 8);
+  }
+  // The job ends; the node stays out of service, and idle is not "allocated".
+  wall_ += 100;
+  Step();
+  EXPECT_EQ(Get(a).state, "succeeded");
+  {
+    auto s = d_->snapshot();
+    const NodeView* n = NodeNamed(*s, host);
+    EXPECT_EQ(n->gpus_free, 0);
+    EXPECT_DOUBLE_EQ(n->gpus_allocated, 0);
+    EXPECT_DOUBLE_EQ(s->gpus_allocated, 0);
+  }
+  // Four 8-GPU jobs: three hosts take three, the fourth waits for the drained one.
+  std::vector<JobId> b;
+  for (int i = 0; i < 4; ++i) b.push_back(Submit(i % 2 ? kAds : kSearch, Req(8, 1000, 1000)));
+  wall_ += 1;
+  Step();
+  int running = 0;
+  for (JobId id : b) {
+    const JobView v = Get(id);
+    if (v.state != "running") continue;
+    ++running;
+    EXPECT_NE(HostOf(v), host);
+  }
+  EXPECT_EQ(running, 3);
+  // Errors: twice, an unknown node, a member, resuming a node in service.
+  auto twice = d_->Drain(host, "", kOperator, kOpAudit);
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().status, 409);
+  auto unknown = d_->Drain("h9", "", kOperator, kOpAudit);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().status, 404);
+  auto member = d_->Drain(host, "", kAds, kOpAudit);
+  ASSERT_FALSE(member);
+  EXPECT_EQ(member.error().status, 403);
+  const std::string other = HostOf(Get(b[0]).state == "running" ? Get(b[0]) : Get(b[1]));
+  auto not_drained = d_->Resume(other, kOperator, kOpAudit);
+  ASSERT_FALSE(not_drained);
+  EXPECT_EQ(not_drained.error().status, 409);
+  // Resume: the waiting job starts there in the resume's own batch.
+  wall_ += 5;
+  auto resumed = d_->Resume(host, kAdmin, kOpAudit);
+  ASSERT_TRUE(resumed) << resumed.error().message;
+  EXPECT_EQ((*resumed)["drained"], false);
+  int on_host = 0;
+  for (JobId id : b) {
+    const JobView v = Get(id);
+    EXPECT_EQ(v.state, "running");
+    if (HostOf(v) == host) {
+      ++on_host;
+      EXPECT_EQ(v.started_at, (*resumed)["at"].get<int64_t>());
+    }
+  }
+  EXPECT_EQ(on_host, 1);
+  // Drain once more, then a restart replays every input to the same place.
+  ASSERT_TRUE(d_->Drain(other, "disk", kOperator, kOpAudit));
+  wall_ += 3;
+  Step();
+  const auto before = Stored();
+  Open();
+  EXPECT_EQ(d_->reconciled(), 0);
+  ExpectSameJobs(before, Stored());
+  for (JobId id : b) EXPECT_EQ(Get(id).placement, before.at(id).placement);
+  auto s = d_->snapshot();
+  EXPECT_FALSE(NodeNamed(*s, host)->drained);
+  EXPECT_TRUE(NodeNamed(*s, other)->drained);
+  EXPECT_EQ(NodeNamed(*s, other)->drain_reason, "disk");
+}
+
+TEST_P(DaemonTest, AQuotaChangeTakesEffectInItsBatchAndReplays) {
+  // ads may hold 32 GPUs by borrowing search's idle floor; capped at a floor
+  // of 8 with nothing to borrow, its second 8-GPU job waits on quota.
+  QuotaChange q{.tenant = "ads", .resource = "gpu", .nominal = 8000, .borrowing_limit = 0};
+  auto changed = d_->SetQuota(q, kAdmin, kOpAudit);
+  ASSERT_TRUE(changed) << changed.error().message;
+  EXPECT_EQ((*changed)["nominal"], 8000);
+  {
+    auto s = d_->snapshot();
+    ASSERT_EQ(s->tenants.size(), 2u);
+    for (const TenantView& t : s->tenants) EXPECT_DOUBLE_EQ(t.floor_gpus, t.name == "ads" ? 8 : 16) << t.name;
+  }
+  const JobId one = Submit(kAds, Req(8, 500, 500));
+  const JobId two = Submit(kAds, Req(8, 500, 500));
+  wall_ += 1;
+  Step();
+  EXPECT_EQ(Get(one).state, "running");
+  EXPECT_EQ(Get(two).state, "pending");
+  auto e = d_->Explain(two, kAds);
+  ASSERT_TRUE(e);
+  EXPECT_EQ((*e)["causes"][0]["kind"], "quota") << e->dump();
+  // Floors may not promise more than the cluster: 8 + 25 > 32.
+  auto over = d_->SetQuota({.tenant = "search", .resource = "gpu", .nominal = 25000}, kAdmin, kOpAudit);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().status, 409);
+  EXPECT_NE(over.error().message.find("32000"), std::string::npos) << over.error().message;
+  auto unknown = d_->SetQuota({.tenant = "nobody", .resource = "gpu", .nominal = 0}, kAdmin, kOpAudit);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().status, 404);
+  auto resource = d_->SetQuota({.tenant = "ads", .resource = "gpu/A100", .nominal = 0}, kAdmin, kOpAudit);
+  ASSERT_FALSE(resource);
+  EXPECT_EQ(resource.error().status, 400);
+  auto lending = d_->SetQuota({.tenant = "ads", .resource = "gpu", .nominal = 8000, .lending_limit = 9000}, kAdmin, kOpAudit);
+  ASSERT_FALSE(lending);
+  EXPECT_EQ(lending.error().status, 400);
+  auto op = d_->SetQuota({.tenant = "ads", .resource = "gpu", .nominal = 16000}, kOperator, kOpAudit);
+  ASSERT_FALSE(op);
+  EXPECT_EQ(op.error().status, 403);
+  // Borrowing allowed again: the waiting job starts in that change's batch.
+  wall_ += 2;
+  auto back = d_->SetQuota({.tenant = "ads", .resource = "gpu", .nominal = 8000}, kAdmin, kOpAudit);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(Get(two).state, "running");
+  EXPECT_EQ(Get(two).started_at, (*back)["at"].get<int64_t>());
+  const auto before = Stored();
+  Open();
+  EXPECT_EQ(d_->reconciled(), 0);
+  ExpectSameJobs(before, Stored());
+  for (const TenantView& t : d_->snapshot()->tenants) EXPECT_DOUBLE_EQ(t.floor_gpus, t.name == "ads" ? 8 : 16) << t.name;
+}
+
+TEST_P(DaemonTest, WhatIfDrainsAndQuotaChangesRunOnAForkOnly) {
+  for (int i = 0; i < 4; ++i) Submit(i % 2 ? kAds : kSearch, Req(8, 100, 100));
+  const JobId waiting = Submit(kAds, Req(8, 100, 100));
+  wall_ += 1;
+  Step();
+  ASSERT_EQ(Get(waiting).state, "pending");
+  const int64_t t0 = static_cast<int64_t>(kEpoch) + 1;
+  // Draining every host: it never starts.
+  auto w = d_->Simulate({.drain = {"h0", "h1", "h2", "h3"}}, kOperator);
+  ASSERT_TRUE(w) << w.error().message;
+  ASSERT_EQ((*w)["jobs"].size(), 1u);
+  EXPECT_EQ((*w)["jobs"][0]["start_before"], t0 + 100);
+  EXPECT_TRUE((*w)["jobs"][0]["start_after"].is_null());
+  EXPECT_TRUE((*w)["jobs"][0]["delta_s"].is_null());
+  // Draining one: another host takes it when the first jobs end.
+  auto one = d_->Simulate({.drain = {"h0"}}, kOperator);
+  ASSERT_TRUE(one) << one.error().message;
+  EXPECT_EQ((*one)["jobs"][0]["start_after"], t0 + 100);
+  // ads without quota: never.
+  auto q = d_->Simulate({.quota = {{.tenant = "ads", .resource = "gpu", .nominal = 0, .borrowing_limit = 0}}}, kAdmin);
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_TRUE((*q)["jobs"][0]["start_after"].is_null());
+  // The same checks as the live inputs; members may not ask.
+  auto bad = d_->Simulate({.drain = {"h7"}}, kOperator);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().status, 404);
+  auto member = d_->Simulate({.drain = {"h0"}}, kAds);
+  ASSERT_FALSE(member);
+  EXPECT_EQ(member.error().status, 403);
+  auto op_quota = d_->Simulate({.quota = {{.tenant = "ads", .resource = "gpu", .nominal = 0}}}, kOperator);
+  ASSERT_FALSE(op_quota);
+  EXPECT_EQ(op_quota.error().status, 403);
+  // Nothing changed.
+  for (const NodeView& n : d_->snapshot()->node_views) EXPECT_FALSE(n.drained) << n.name;
+  for (const TenantView& t : d_->snapshot()->tenants) EXPECT_DOUBLE_EQ(t.floor_gpus, 16);
+  wall_ += 100;
+  Step();
+  EXPECT_EQ(Get(waiting).state, "running");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DaemonTest, ::testing::ValuesIn(store::testing::AllBackends()),

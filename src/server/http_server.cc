@@ -316,17 +316,29 @@ void HttpServer::Impl::Routes() {
              auto body = Body(req);
              if (!body) return Fail(res, body.error());
              Fields f(*body);
-             if (auto ok = f.OnlyKnown({"submit"}); !ok) return Fail(res, ok.error());
+             if (auto ok = f.OnlyKnown({"submit", "drain", "quota"}); !ok) return Fail(res, ok.error());
+             Daemon::WhatIf change;
              auto list = f.ObjectList("submit", 64);
              if (!list) return Fail(res, list.error());
-             if (list->empty()) return Fail(res, BadRequest("field 'submit' must list at least one job", "submit"));
-             std::vector<SubmitRequest> submit;
              for (const Fields& one : *list) {
                auto r = ParseSubmit(one);
                if (!r) return Fail(res, r.error());
-               submit.push_back(std::move(*r));
+               change.submit.push_back(std::move(*r));
              }
-             auto out = d.Simulate(submit, p);
+             auto drain = f.TextList("drain", 1024, 128);
+             if (!drain) return Fail(res, drain.error());
+             if (*drain) change.drain = **drain;
+             auto quotas = f.ObjectList("quota", 64);
+             if (!quotas) return Fail(res, quotas.error());
+             for (const Fields& one : *quotas) {
+               auto q = ParseQuota(one, "");
+               if (!q) return Fail(res, q.error());
+               change.quota.push_back(std::move(*q));
+             }
+             if (change.submit.empty() && change.drain.empty() && change.quota.empty()) {
+               return Fail(res, BadRequest("give at least one change: jobs in 'submit', nodes in 'drain' or quotas in 'quota'", "submit"));
+             }
+             auto out = d.Simulate(change, p);
              if (!out) return Fail(res, out.error());
              Reply(res, 200, *out);
            }));
@@ -421,7 +433,8 @@ void HttpServer::Impl::Routes() {
             if (s)
               for (const NodeView& n : s->node_views)
                 out.push_back({{"name", n.name}, {"gpu_model", n.gpu_model}, {"gpus", n.gpus}, {"gpus_free", n.gpus_free},
-                               {"gpus_allocated", n.gpus_allocated}, {"domains", n.domains}});
+                               {"gpus_allocated", n.gpus_allocated}, {"domains", n.domains},
+                               {"drained", n.drained}, {"drain_reason", n.drained ? json(n.drain_reason) : json()}});
             Reply(res, 200, {{"nodes", out}});
           }));
   Add("GET", "/v1/cluster/topology", Authed([this](const Request&, Response& res, const Principal&, const Args&) {
@@ -432,6 +445,35 @@ void HttpServer::Impl::Routes() {
                 out.push_back({{"id", v.id}, {"parent", v.parent}, {"name", v.name}, {"level", v.level}, {"gpus", v.gpus},
                                {"gpus_allocated", v.gpus_allocated}, {"gpus_fragmented", v.gpus_fragmented}});
             Reply(res, 200, {{"levels", s ? s->levels : std::vector<std::string>{}}, {"domains", out}});
+          }));
+
+  // --- Operators: drains and quotas ---
+  Add("POST", "/v1/nodes/{name}/drain", Authed([this](const Request& req, Response& res, const Principal& p, const Args& args) {
+             std::string reason;
+             if (!req.body.empty()) {
+               auto body = Body(req);
+               if (!body) return Fail(res, body.error());
+               auto r = ParseDrainReason(Fields(*body));
+               if (!r) return Fail(res, r.error());
+               reason = std::move(*r);
+             }
+             auto out = d.Drain(args[0], reason, p, {.method = req.method, .path = req.path});
+             if (!out) return Fail(res, out.error());
+             Reply(res, 200, *out);
+           }));
+  Add("POST", "/v1/nodes/{name}/resume", Authed([this](const Request& req, Response& res, const Principal& p, const Args& args) {
+             auto out = d.Resume(args[0], p, {.method = req.method, .path = req.path});
+             if (!out) return Fail(res, out.error());
+             Reply(res, 200, *out);
+           }));
+  Add("PUT", "/v1/tenants/{name}/quota", Authed([this](const Request& req, Response& res, const Principal& p, const Args& args) {
+            auto body = Body(req);
+            if (!body) return Fail(res, body.error());
+            auto q = ParseQuota(Fields(*body), args[0]);
+            if (!q) return Fail(res, q.error());
+            auto out = d.SetQuota(*q, p, {.method = req.method, .path = req.path});
+            if (!out) return Fail(res, out.error());
+            Reply(res, 200, *out);
           }));
 
   // --- Tokens and audit ---
@@ -541,16 +583,13 @@ void HttpServer::Impl::Routes() {
             res.set_content(ss.str(), type);
           }));
 
-  for (const char* m : {"GET", "POST", "DELETE"}) {
+  {
     auto d = [this](const Request& req, Response& res) { Dispatch(req, res); };
-    if (std::string_view(m) == "GET") {
-      svr.Get(R"(/v1/.*)", d);
-      svr.Get(R"(/reports/.*)", d);
-    } else if (std::string_view(m) == "POST") {
-      svr.Post(R"(/v1/.*)", d);
-    } else {
-      svr.Delete(R"(/v1/.*)", d);
-    }
+    svr.Get(R"(/v1/.*)", d);
+    svr.Get(R"(/reports/.*)", d);
+    svr.Post(R"(/v1/.*)", d);
+    svr.Put(R"(/v1/.*)", d);
+    svr.Delete(R"(/v1/.*)", d);
   }
 
   // --- The dashboard ---

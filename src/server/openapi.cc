@@ -100,12 +100,30 @@ json Build() {
                     {"now", {{"type", "integer"}}},
                     {"causes", {{"type", "array"}, {"items", {{"type", "object"}}}}},
                     {"start_estimate", {{"type", "object"}, {"nullable", true}}}}}};
+  auto quota = [](bool with_tenant) {
+    json props = {{"resource", {{"type", "string"}, {"default", "gpu"}, {"description", "gpu, gpu/<MODEL>, cpu or memory"}}},
+                  {"nominal", {{"type", "integer"}, {"minimum", 0}, {"description", "GPUs, CPU cores or MiB"}}},
+                  {"borrowing_limit", {{"type", "integer"}, {"minimum", 0}, {"nullable", true}}},
+                  {"lending_limit", {{"type", "integer"}, {"minimum", 0}, {"nullable", true}}}};
+    json required = {"nominal"};
+    if (with_tenant) {
+      props["tenant"] = {{"type", "string"}, {"maxLength", 128}};
+      required.push_back("tenant");
+    }
+    return json{{"type", "object"}, {"additionalProperties", false}, {"required", required}, {"properties", props}};
+  };
+  s["QuotaRequest"] = quota(false);
   s["SimulateRequest"] = {{"type", "object"},
                           {"additionalProperties", false},
-                          {"required", {"submit"}},
-                          {"properties", {{"submit", {{"type", "array"}, {"items", Ref("SubmitRequest")}, {"maxItems", 64}}}}}};
+                          {"properties",
+                           {{"submit", {{"type", "array"}, {"items", Ref("SubmitRequest")}, {"maxItems", 64}}},
+                            {"drain", {{"type", "array"}, {"items", {{"type", "string"}}}, {"maxItems", 1024}}},
+                            {"quota", {{"type", "array"}, {"items", quota(true)}, {"maxItems", 64}}}}}};
+  s["DrainRequest"] = {{"type", "object"},
+                       {"additionalProperties", false},
+                       {"properties", {{"reason", {{"type", "string"}, {"maxLength", 256}}}}}};
   for (const char* generic : {"Simulate", "TenantList", "Tenant", "Statement", "Prices", "PriceHistory", "Cluster", "Nodes",
-                              "Topology", "Token", "TokenRequest", "TokenList", "Revoked", "Audit", "Reports", "WhoAmI", "Health"})
+                              "Topology", "Token", "TokenRequest", "TokenList", "Revoked", "Audit", "Reports", "WhoAmI", "Health", "Quota", "NodeState"})
     s[generic] = {{"type", "object"}};
   s["TokenRequest"] = {{"type", "object"},
                        {"additionalProperties", false},
@@ -129,12 +147,20 @@ json Build() {
   p["/v1/jobs/{id}/cancel"]["post"] = Op("Cancel a job", "jobs", Ok("Job", "202"), Params({{"id", "integer"}}, "path"));
   p["/v1/jobs/{id}/explain"]["get"] = Op("Why it waits, and its P50/P90 start estimate", "jobs", Ok("Explain"),
                                          Params({{"id", "integer"}}, "path"));
-  p["/v1/simulate"]["post"] = Op("What-if: every waiting job's start with and without new jobs", "jobs", Ok("Simulate"),
-                                 Body("SimulateRequest"));
+  p["/v1/simulate"]["post"] = Op("What-if: every waiting job's start with and without new jobs, drained nodes or quota changes", "jobs",
+                                 Ok("Simulate"), Body("SimulateRequest"));
   p["/v1/tenants"]["get"] = Op("Tenants: floor, in use, borrowed, lent, balance", "tenants", Ok("TenantList"));
   p["/v1/tenants/{name}"]["get"] = Op("One tenant", "tenants", Ok("Tenant"), Params({{"name", "string"}}, "path"));
   p["/v1/tenants/{name}/statement"]["get"] = Op("A tenant's ledger entries", "tenants", Ok("Statement"),
                                                 Params({{"name", "string"}}, "path"));
+  json quota_op = Params({{"name", "string"}}, "path");
+  quota_op.update(Body("QuotaRequest"));
+  p["/v1/tenants/{name}/quota"]["put"] = Op("Replace a tenant's quota on one resource (admins)", "tenants", Ok("Quota"), quota_op);
+  json drain_op = Params({{"name", "string"}}, "path");
+  drain_op["requestBody"] = {{"required", false}, {"content", {{"application/json", {{"schema", Ref("DrainRequest")}}}}}};
+  p["/v1/nodes/{name}/drain"]["post"] = Op("Drain a node: no new work, running jobs run on (operators)", "cluster", Ok("NodeState"), drain_op);
+  p["/v1/nodes/{name}/resume"]["post"] = Op("Return a drained node to service (operators)", "cluster", Ok("NodeState"),
+                                           Params({{"name", "string"}}, "path"));
   p["/v1/prices"]["get"] = Op("Prices in force, by GPU model and tier", "market", Ok("Prices"));
   p["/v1/prices/history"]["get"] = Op("Announced prices of one pool", "market", Ok("PriceHistory"),
                                       Params({{"gpu_model", "string"}, {"tier", "string"}}));

@@ -2,11 +2,13 @@
 // token; every endpoint is tried across tenants (a member of one tenant can
 // never see, cancel or charge another's); the error shape and statuses of
 // bad requests; the audit log; the OpenAPI document matches the routes; the
-// metrics pass Prometheus' own parser (promtool check metrics).
+// metrics pass Prometheus' own parser (promtool check metrics). On SQLite,
+// and on PostgreSQL as server_http_test_postgresql.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "server/daemon.h"
 #include "server/http_server.h"
 #include "server/server_test_util.h"
+#include "store/store_testing.h"
 #include "tenancy/tenants_file.h"
 
 namespace tidal::server {
@@ -28,9 +31,23 @@ class HttpTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = std::filesystem::temp_directory_path() / ("tidal-http-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
-    auto st = store::OpenStore("sqlite:" + (dir_ / "t.db").string());
-    ASSERT_TRUE(st) << st.error().message;
-    store_ = std::move(*st);
+    // The same suite on PostgreSQL when ctest runs it as
+    // server_http_test_postgresql (TIDAL_HTTP_TEST_BACKEND=postgresql).
+    const char* backend = std::getenv("TIDAL_HTTP_TEST_BACKEND");
+    if (backend != nullptr && std::string_view(backend) == "postgresql") {
+      auto db = store::testing::FreshStore(store::testing::Backend::kPostgres);
+      if (!db) {
+        skipped_ = db.error().message;
+        return;
+      }
+      pg_ = std::move(*db);
+      store_ = &pg_->store();
+    } else {
+      auto st = store::OpenStore("sqlite:" + (dir_ / "t.db").string());
+      ASSERT_TRUE(st) << st.error().message;
+      sqlite_ = std::move(*st);
+      store_ = sqlite_.get();
+    }
     auto d = Daemon::Open(SmallConfig(), *store_, SystemWallClock());
     ASSERT_TRUE(d) << d.error().message;
     daemon_ = std::move(*d);
@@ -61,11 +78,16 @@ class HttpTest : public ::testing::Test {
     server_.reset();
     daemon_.reset();
     tokens_.reset();
-    store_.reset();
+    sqlite_.reset();
+    pg_.reset();
+    store_ = nullptr;
     std::filesystem::remove_all(dir_);
   }
 
-  void SetUp() override { ASSERT_TRUE(server_ && !admin_.empty()) << "the suite's daemon did not start"; }
+  void SetUp() override {
+    if (!skipped_.empty()) GTEST_SKIP() << skipped_;
+    ASSERT_TRUE(server_ && !admin_.empty()) << "the suite's daemon did not start";
+  }
 
   struct Answer {
     int status = 0;
@@ -79,6 +101,7 @@ class HttpTest : public ::testing::Test {
     if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
     httplib::Result r = method == "GET"    ? c.Get(path, h)
                         : method == "POST" ? c.Post(path, h, body, type)
+                        : method == "PUT"  ? c.Put(path, h, body, type)
                                            : c.Delete(path, h);
     Answer a;
     if (!r) return a;
@@ -102,7 +125,10 @@ class HttpTest : public ::testing::Test {
   }
 
   static inline std::filesystem::path dir_;
-  static inline std::unique_ptr<store::Store> store_;
+  static inline std::unique_ptr<store::Store> sqlite_;
+  static inline std::unique_ptr<store::testing::TestStore> pg_;
+  static inline store::Store* store_ = nullptr;
+  static inline std::string skipped_;  // why the suite's backend is not there
   static inline std::unique_ptr<Daemon> daemon_;
   static inline std::unique_ptr<TokenStore> tokens_;
   static inline std::unique_ptr<HttpServer> server_;
@@ -275,6 +301,69 @@ TEST_F(HttpTest, SubmitGetListCancelAndTheAuditLog) {
   }
   EXPECT_TRUE(submit_seen) << audit.text;
   EXPECT_TRUE(cancel_seen) << audit.text;
+}
+
+TEST_F(HttpTest, DrainResumeAndQuotaChangesAreForOperatorsAndAdminsAndAudited) {
+  // Who may: members, viewers and tenant-admins of any tenant may not drain,
+  // resume or change quotas; operators drain but do not change quotas.
+  for (const std::string* t : {&ads_, &ads_viewer_, &ads_admin_, &search_}) {
+    ExpectError(Call("POST", "/v1/nodes/h1/drain", *t), 403, "permission_denied");
+    ExpectError(Call("POST", "/v1/nodes/h1/resume", *t), 403, "permission_denied");
+    ExpectError(Call("PUT", "/v1/tenants/ads/quota", *t, R"({"nominal": 20})"), 403, "permission_denied");
+    ExpectError(Call("PUT", "/v1/tenants/search/quota", *t, R"({"nominal": 20})"), 403, "permission_denied");
+    ExpectError(Call("POST", "/v1/simulate", *t, R"({"drain": ["h1"]})"), 403, "permission_denied");
+  }
+  ExpectError(Call("PUT", "/v1/tenants/ads/quota", operator_, R"({"nominal": 20})"), 403, "permission_denied");
+  // Bad bodies: 400 with the field.
+  Answer unknown_field = Call("PUT", "/v1/tenants/ads/quota", admin_, R"({"nominal": 8, "floor": 8})");
+  ExpectError(unknown_field, 400, "invalid_argument");
+  Answer negative = Call("PUT", "/v1/tenants/ads/quota", admin_, R"({"nominal": -1})");
+  ExpectError(negative, 400, "invalid_argument");
+  EXPECT_EQ(negative.body["error"]["field"], "nominal");
+  ExpectError(Call("PUT", "/v1/tenants/ads/quota", admin_, R"({"nominal": 8, "resource": "tpu"})"), 400, "invalid_argument");
+  ExpectError(Call("PUT", "/v1/tenants/ads/quota", admin_, R"({"resource": "gpu"})"), 400, "invalid_argument");
+  ExpectError(Call("PUT", "/v1/tenants/nobody/quota", admin_, R"({"nominal": 8})"), 404, "not_found");
+  ExpectError(Call("POST", "/v1/nodes/h1/drain", operator_, R"({"reason": 7})"), 400, "invalid_argument");
+  ExpectError(Call("POST", "/v1/nodes/h9/drain", operator_), 404, "not_found");
+  ExpectError(Call("POST", "/v1/nodes/h1/resume", operator_), 409, "conflict");
+  ExpectError(Call("POST", "/v1/simulate", admin_, R"({"drain": ["h9"]})"), 404, "not_found");
+  // An operator drains and resumes; an admin changes a quota; each is audited.
+  Answer d = Call("POST", "/v1/nodes/h1/drain", operator_, R"({"reason": "firmware"})");
+  ASSERT_EQ(d.status, 200) << d.text;
+  EXPECT_EQ(d.body["drained"], true);
+  Answer nodes = Call("GET", "/v1/cluster/nodes", ads_viewer_);
+  bool seen = false;
+  for (const json& n : nodes.body["nodes"]) {
+    if (n["name"] != "h1") continue;
+    seen = true;
+    EXPECT_EQ(n["drained"], true);
+    EXPECT_EQ(n["drain_reason"], "firmware");
+  }
+  EXPECT_TRUE(seen) << nodes.text;
+  ExpectError(Call("POST", "/v1/nodes/h1/drain", operator_), 409, "conflict");
+  Answer w = Call("POST", "/v1/simulate", operator_, R"({"drain": ["h2"]})");
+  EXPECT_EQ(w.status, 200) << w.text;
+  EXPECT_EQ(Call("POST", "/v1/nodes/h1/resume", operator_).status, 200);
+  Answer q = Call("PUT", "/v1/tenants/ads/quota", admin_, R"({"resource": "gpu", "nominal": 12, "borrowing_limit": 4})");
+  ASSERT_EQ(q.status, 200) << q.text;
+  EXPECT_EQ(q.body["nominal"], 12000);
+  EXPECT_EQ(q.body["borrowing_limit"], 4000);
+  EXPECT_TRUE(q.body["lending_limit"].is_null());
+  EXPECT_DOUBLE_EQ(Call("GET", "/v1/tenants/ads", admin_).body["floor_gpus"].get<double>(), 12);
+  ExpectError(Call("PUT", "/v1/tenants/search/quota", admin_, R"({"nominal": 24})"), 409, "conflict");  // 12 + 24 > 32
+  ASSERT_EQ(Call("PUT", "/v1/tenants/ads/quota", admin_, R"({"nominal": 16})").status, 200);
+  Answer audit = Call("GET", "/v1/audit?limit=1000", admin_);
+  int drains = 0, resumes = 0, quotas = 0, refused = 0;
+  for (const json& e : audit.body["entries"]) {
+    if (e["path"] == "/v1/nodes/h1/drain" && e["status"] == 200 && e["object"] == "node/h1") ++drains;
+    if (e["path"] == "/v1/nodes/h1/resume" && e["status"] == 200) ++resumes;
+    if (e["path"] == "/v1/tenants/ads/quota" && e["status"] == 200 && e["object"] == "tenant/ads") ++quotas;
+    if (e["path"] == "/v1/tenants/ads/quota" && e["status"] == 403) ++refused;
+  }
+  EXPECT_EQ(drains, 1);
+  EXPECT_EQ(resumes, 1);
+  EXPECT_EQ(quotas, 2);
+  EXPECT_GE(refused, 5);
 }
 
 TEST_F(HttpTest, OpenApiAndHealthAndMetricsPassPromtool) {

@@ -137,15 +137,15 @@ TEST(Roles, PermissionTable) {
   const Principal global_viewer{.token_id = "g", .role = Role::kViewer};
   struct Row {
     const Principal* p;
-    bool read_own, read_other, act_own, act_other, cancel_any, audit;
+    bool read_own, read_other, act_own, act_other, cancel_any, audit, operate, quota;
   };
   const std::vector<Row> table = {
-      {&admin, true, true, true, true, true, true},
-      {&op, true, true, false, false, true, false},
-      {&tadmin, true, false, true, false, false, false},
-      {&member, true, false, true, false, false, false},
-      {&viewer, true, false, false, false, false, false},
-      {&global_viewer, true, true, false, false, false, false},
+      {&admin, true, true, true, true, true, true, true, true},
+      {&op, true, true, false, false, true, false, true, false},
+      {&tadmin, true, false, true, false, false, false, false, false},
+      {&member, true, false, true, false, false, false, false, false},
+      {&viewer, true, false, false, false, false, false, false, false},
+      {&global_viewer, true, true, false, false, false, false, false, false},
   };
   for (const Row& r : table) {
     SCOPED_TRACE(RoleName(r.p->role) + std::string(" ") + r.p->tenant);
@@ -155,6 +155,8 @@ TEST(Roles, PermissionTable) {
     EXPECT_EQ(CanActFor(*r.p, "search"), r.act_other);
     EXPECT_EQ(CanCancelAny(*r.p), r.cancel_any);
     EXPECT_EQ(CanReadAudit(*r.p), r.audit);
+    EXPECT_EQ(CanOperate(*r.p), r.operate);
+    EXPECT_EQ(CanSetQuota(*r.p), r.quota);
   }
   // Tokens: a tenant-admin makes member and viewer tokens of its own tenant only.
   EXPECT_TRUE(CanCreateToken(tadmin, Role::kMember, "ads"));

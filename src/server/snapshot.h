@@ -50,6 +50,8 @@ struct NodeView {
   int32_t gpus = 0, gpus_free = 0;
   double gpus_allocated = 0;
   std::vector<std::string> domains;  // enclosing switch domains, innermost first
+  bool drained = false;              // cordoned by an operator: no new work
+  std::string drain_reason;
 };
 
 struct DomainView {

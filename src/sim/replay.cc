@@ -103,6 +103,26 @@ Status Replay::Cancel(JobId job, int64_t now) {
   return Ok();
 }
 
+Status Replay::Cordon(NodeId n) {
+  TIDAL_RETURN_IF_ERROR(scheduler_.Cordon(n));
+  queue_->CapacityChanged();
+  return Ok();
+}
+
+Status Replay::Uncordon(NodeId n) {
+  TIDAL_RETURN_IF_ERROR(scheduler_.Uncordon(n));
+  queue_->CapacityChanged();
+  return Ok();
+}
+
+Status Replay::SetTenants(std::shared_ptr<const tenancy::TenantTree> tree) {
+  auto* tq = dynamic_cast<TenantQueue*>(queue_.get());
+  if (tq == nullptr) return MakeError(ErrorCode::kFailedPrecondition, "quotas apply to the tenant queues; this replay runs a FIFO queue");
+  TIDAL_RETURN_IF_ERROR(tq->SetTree(tree));
+  setup_.tenants = std::move(tree);
+  return Ok();
+}
+
 Status Replay::Arrive(const Job& job, std::vector<UnresolvableJob>& rejected) {
   const size_t before = rejected.size();
   TIDAL_RETURN_IF_ERROR(queue_->Push(job, rejected));

@@ -78,6 +78,14 @@ class Replay {
   // once; a running one ends its run now (its finish comes in
   // FinishesAt(now), which must follow). kNotFound when it is not live.
   Status Cancel(JobId job, int64_t now);
+  // An operator drains node `n` (no new work there; its running jobs run
+  // on) or returns it to service; the queue forgets what it knew not to
+  // fit. Call between a batch's finishes and its pass.
+  Status Cordon(NodeId n);
+  Status Uncordon(NodeId n);
+  // A quota change (TenantQueue::SetTree) from this batch on; forks take
+  // the new tree. kFailedPrecondition without a tenant queue.
+  Status SetTenants(std::shared_ptr<const tenancy::TenantTree> tree);
   // Returns every GPU in MIG mode whose instances no job holds to the
   // whole-GPU pool (ClusterState::DisableMig); how many it returned.
   Result<int64_t> ReleaseIdleMig();

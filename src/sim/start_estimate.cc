@@ -51,8 +51,10 @@ Result<int64_t> ForwardStart(const Replay& replay, JobId job, std::vector<Job> j
   }
 }
 
-Result<std::map<JobId, int64_t>> ForwardStarts(const Replay& replay, std::vector<Job> jobs, std::vector<Job> arrivals) {
+Result<std::map<JobId, int64_t>> ForwardStarts(const Replay& replay, std::vector<Job> jobs, std::vector<Job> arrivals,
+                                               const std::function<Status(Replay&)>& change) {
   TIDAL_ASSIGN_OR_RETURN(std::unique_ptr<Replay> fork, replay.Fork(std::move(jobs)));
+  if (change) TIDAL_RETURN_IF_ERROR(change(*fork));
   std::map<JobId, int64_t> starts;
   std::vector<UnresolvableJob> rejected;
   for (const Job& a : arrivals) {

@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,9 @@ Result<int64_t> ForwardStart(const Replay& replay, JobId job, std::vector<Job> j
 // waiting job has started or nothing is left to run. Returns the first
 // start of every job that started in the fork (arrivals included); jobs
 // that never start are absent.
-Result<std::map<JobId, int64_t>> ForwardStarts(const Replay& replay, std::vector<Job> jobs, std::vector<Job> arrivals);
+// `change`, when given, is applied to the fork before its first pass (a
+// what-if's drained nodes or quota change).
+Result<std::map<JobId, int64_t>> ForwardStarts(const Replay& replay, std::vector<Job> jobs, std::vector<Job> arrivals,
+                                               const std::function<Status(Replay&)>& change = {});
 
 }  // namespace tidal::sim

@@ -109,9 +109,25 @@ CREATE TABLE audit_log (
 CREATE TABLE daemon_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 )sql";
 
+// Migration 3: the daemon's operator inputs besides jobs — node drains and
+// resumes, quota changes — each with the batch time it took effect at (`at`),
+// replayed in id order within a batch on restart (docs/server.md). `body` is
+// the canonical JSON of the change.
+constexpr std::string_view kMigration3DaemonInputs = R"sql(
+CREATE TABLE daemon_inputs (
+  id BIGINT PRIMARY KEY,
+  at BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  body TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  created_by TEXT NOT NULL);
+CREATE INDEX daemon_inputs_at ON daemon_inputs(at, id);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {.version = 1, .name = "ledger", .sql = kMigration1Ledger},
     {.version = 2, .name = "daemon", .sql = kMigration2Daemon},
+    {.version = 3, .name = "daemon-inputs", .sql = kMigration3DaemonInputs},
 };
 
 // ============================================================================

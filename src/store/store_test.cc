@@ -475,7 +475,7 @@ TEST_P(Conformance, AppliesMissingMigrations) {
     auto store = MustOpen(url());
     ASSERT_TRUE(store);
     ASSERT_TRUE(store->Write([](Tx& tx) -> Status {
-      for (const char* t : {"ledger_holds", "ledger_transfers", "ledger_accounts", "jobs", "api_tokens", "audit_log", "daemon_meta"})
+      for (const char* t : {"ledger_holds", "ledger_transfers", "ledger_accounts", "jobs", "api_tokens", "audit_log", "daemon_meta", "daemon_inputs"})
         TIDAL_RETURN_IF_ERROR(tx.Exec(fmt::format("DROP TABLE {}", t)));
       return Done(tx.Exec("UPDATE tidal_meta SET value = '0' WHERE key = 'schema_version'"));
     }));
@@ -499,17 +499,33 @@ TEST_P(Conformance, UpgradesALedgerOnlyStoreToTheDaemonsSchema) {
               "INSERT INTO ledger_accounts (name, kind, flags, debits_pending, debits_posted, credits_pending, "
               "credits_posted, created_seq) VALUES ('acme', 'tenant', 0, 0, 0, 0, 0, 1)");
     ASSERT_TRUE(store->Write([](Tx& tx) -> Status {
-      for (const char* t : {"jobs", "api_tokens", "audit_log", "daemon_meta"})
+      for (const char* t : {"jobs", "api_tokens", "audit_log", "daemon_meta", "daemon_inputs"})
         TIDAL_RETURN_IF_ERROR(tx.Exec(fmt::format("DROP TABLE {}", t)));
       return Done(tx.Exec("UPDATE tidal_meta SET value = '1' WHERE key = 'schema_version'"));
     }));
   }
+  {
+    auto store = MustOpen(url());
+    ASSERT_TRUE(store);
+    EXPECT_EQ(store->schema_version(), LatestSchemaVersion());
+    EXPECT_EQ(CountRows(*store, "ledger_accounts"), 1);
+    EXPECT_EQ(CountRows(*store, "api_tokens"), 0);
+    EXPECT_EQ(CountRows(*store, "audit_log"), 0);
+    EXPECT_EQ(CountRows(*store, "daemon_inputs"), 0);
+    // A daemon's store from before operator inputs (version 2, with an
+    // audit entry) gets migration 3 and keeps its data.
+    MustWrite(*store, "INSERT INTO audit_log (seq, at, token, role, method, path, status, object) VALUES (1, 1, 't', 'admin', 'POST', '/v1/jobs', 201, 'job/1')");
+    ASSERT_TRUE(store->Write([](Tx& tx) -> Status {
+      TIDAL_RETURN_IF_ERROR(tx.Exec("DROP TABLE daemon_inputs"));
+      return Done(tx.Exec("UPDATE tidal_meta SET value = '2' WHERE key = 'schema_version'"));
+    }));
+  }
   auto store = MustOpen(url());
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(store->schema_version(), 3);
   EXPECT_EQ(CountRows(*store, "ledger_accounts"), 1);
-  EXPECT_EQ(CountRows(*store, "api_tokens"), 0);
-  EXPECT_EQ(CountRows(*store, "audit_log"), 0);
+  EXPECT_EQ(CountRows(*store, "audit_log"), 1);
+  EXPECT_EQ(CountRows(*store, "daemon_inputs"), 0);
 }
 
 TEST_P(Conformance, NewerSchemaIsRefusedAndLeftAlone) {

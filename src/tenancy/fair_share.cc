@@ -11,6 +11,11 @@ UsageMeter::UsageMeter(const TenantTree& tree, double half_life_s)
       usage_(static_cast<size_t>(tree.size()), 0),
       rate_(static_cast<size_t>(tree.size()), 0),
       share_(static_cast<size_t>(tree.size()), 0) {
+  SetShares(tree);
+}
+
+void UsageMeter::SetShares(const TenantTree& tree) {
+  std::fill(share_.begin(), share_.end(), 0.0);
   const auto gpu = tree.resource("gpu");
   double floors = 0, weights = 0;
   for (TenantId t : tree.Leaves()) {

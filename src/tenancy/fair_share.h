@@ -28,6 +28,11 @@ class UsageMeter {
  public:
   UsageMeter(const TenantTree& tree, double half_life_s);
 
+  // Shares from the tree's floors and weights (the constructor's); a quota
+  // change keeps the decayed usage and changes only the shares. The tree has
+  // the same tenants as the one the meter was made with.
+  void SetShares(const TenantTree& tree);
+
   // Moves the clock to `now` (non-decreasing), integrating current rates.
   void Advance(int64_t now_s);
   // The tenant's GPUs in use changed by `delta_gpus` at the current time.

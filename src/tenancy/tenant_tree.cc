@@ -32,11 +32,43 @@ const char* TierName(Tier t) {
   return "?";
 }
 
-Result<TenantTree> TenantTree::Build(std::vector<TenantSpec> specs) {
+Result<TenantTree> TenantTree::WithQuota(std::string_view tenant, std::string_view resource, const Quota& quota) const {
+  auto it = by_name_.find(std::string(tenant));
+  if (it == by_name_.end() || nodes_[Idx(it->second)].spec.name != tenant) {
+    return MakeError(ErrorCode::kNotFound, "no tenant '{}' in the tenant tree", tenant);
+  }
+  if (!this->resource(resource)) {
+    std::string known;
+    for (const std::string& r : resources_) known += (known.empty() ? "" : ", ") + r;
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the tenant tree has no quota on resource '{}' (it has: {}); a new resource is added in the tenants "
+                     "file, not by a quota change",
+                     resource, known);
+  }
+  std::vector<TenantSpec> specs;
+  specs.reserve(nodes_.size());
+  for (const Node& n : nodes_) specs.push_back(n.spec);
+  TenantSpec& s = specs[Idx(it->second)];
+  auto q = std::find_if(s.quotas.begin(), s.quotas.end(), [&](const auto& p) { return p.first == resource; });
+  if (q != s.quotas.end()) q->second = quota;
+  else s.quotas.emplace_back(std::string(resource), quota);
+  // Resources keep their numbers (running jobs' requests refer to them).
+  TIDAL_ASSIGN_OR_RETURN(TenantTree t, BuildOrdered(std::move(specs), resources_));
+  if (t.resources_ != resources_) return MakeError(ErrorCode::kInternal, "a quota change renumbered the resources");
+  return t;
+}
+
+Result<TenantTree> TenantTree::Build(std::vector<TenantSpec> specs) { return BuildOrdered(std::move(specs), {}); }
+
+Result<TenantTree> TenantTree::BuildOrdered(std::vector<TenantSpec> specs, const std::vector<std::string>& resources) {
   TenantTree t;
   if (specs.empty()) return MakeError(ErrorCode::kInvalidArgument, "the tenant list is empty; give at least one tenant");
-  // Resources in first-seen order.
+  // Resources: `resources` first, then the others in first-seen order.
   std::map<std::string, ResourceId> res;
+  for (const std::string& name : resources) {
+    res.emplace(name, static_cast<ResourceId>(t.resources_.size()));
+    t.resources_.push_back(name);
+  }
   for (const TenantSpec& s : specs) {
     for (const auto& [name, q] : s.quotas) {
       if (name.empty()) return MakeError(ErrorCode::kInvalidArgument, "{}: a quota has an empty resource name", Where(s));

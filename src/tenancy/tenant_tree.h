@@ -73,6 +73,15 @@ class TenantTree {
   // weight > 0. Errors name the tenant and its source line.
   static Result<TenantTree> Build(std::vector<TenantSpec> specs);
 
+  // A copy with `tenant`'s quota on `resource` replaced (a quota change of a
+  // running system): the same tenants, ids and resources, usage zero (the
+  // caller adds the running jobs back). `tenant` is a name, not a group
+  // alias; the resource must already be in the tree (a new one would
+  // renumber the resources running jobs' requests refer to). Errors are
+  // Build's (a lending limit above the floor, out-of-range values), plus an
+  // unknown tenant or resource.
+  Result<TenantTree> WithQuota(std::string_view tenant, std::string_view resource, const Quota& quota) const;
+
   int32_t size() const { return static_cast<int32_t>(nodes_.size()); }
   TenantId root() const { return root_; }
   TenantId Find(std::string_view name) const;       // by name or group alias; kNoTenant
@@ -119,6 +128,7 @@ class TenantTree {
     std::vector<TenantId> children;
     std::vector<Quota> quota;  // per resource
   };
+  static Result<TenantTree> BuildOrdered(std::vector<TenantSpec> specs, const std::vector<std::string>& resources);
   static size_t Idx(TenantId t) { return static_cast<size_t>(t); }
   const Quota& Q(TenantId t, ResourceId r) const { return nodes_[Idx(t)].quota[static_cast<size_t>(r)]; }
   size_t Cell(TenantId t, ResourceId r) const { return Idx(t) * resources_.size() + static_cast<size_t>(r); }

@@ -446,3 +446,72 @@ RC_GTEST_PROP(TenantTreeProperty, FitsOnlyAddsKeepTheQuotaInvariants, ()) {
 
 }  // namespace
 }  // namespace tidal::tenancy
+
+namespace tidal::tenancy {
+namespace {
+
+// A quota change keeps the tree's shape and resource numbers, replaces one
+// tenant's quota, and refuses what Build refuses.
+TEST(TenantTreeWithQuota, ReplacesOneQuotaAndKeepsTheRest) {
+  std::vector<TenantSpec> specs = {
+      {.name = "org", .quotas = {{"gpu", Quota{}}}},
+      {.name = "ads", .parent = "org", .quotas = {{"gpu", Quota{.nominal = 8000, .lending_limit = 4000}}}},
+      {.name = "search", .parent = "org", .quotas = {{"memory", Quota{.nominal = 512}}, {"gpu", Quota{.nominal = 8000}}}},
+  };
+  auto tree = TenantTree::Build(specs);
+  ASSERT_TRUE(tree) << tree.error().message;
+  ASSERT_EQ(tree->resource_name(0), "gpu");
+  ASSERT_EQ(tree->resource_name(1), "memory");
+  const TenantId ads = tree->Find("ads"), search = tree->Find("search");
+
+  auto next = tree->WithQuota("ads", "gpu", {.nominal = 12000, .borrowing_limit = 0});
+  ASSERT_TRUE(next) << next.error().message;
+  EXPECT_EQ(next->size(), tree->size());
+  EXPECT_EQ(next->Find("ads"), ads);
+  EXPECT_EQ(next->nominal(ads, 0), 12000);
+  EXPECT_EQ(next->quota(ads, 0).borrowing_limit, 0);
+  EXPECT_FALSE(next->quota(ads, 0).lending_limit.has_value());  // replaced whole
+  EXPECT_EQ(next->nominal(search, 0), 8000);
+  EXPECT_EQ(next->nominal(search, 1), 512);
+  EXPECT_EQ(next->subtree(next->root(), 0), 20000);
+  // A tenant listed first that gains a quota on the tree's second resource
+  // keeps the resources' numbers (first-seen order would swap them).
+  auto mem = tree->WithQuota("ads", "memory", {.nominal = 64});
+  ASSERT_TRUE(mem) << mem.error().message;
+  EXPECT_EQ(mem->resource_name(0), "gpu");
+  EXPECT_EQ(mem->resource_name(1), "memory");
+  EXPECT_EQ(mem->nominal(ads, 1), 64);
+  EXPECT_EQ(mem->nominal(ads, 0), 8000);
+  // The original is untouched.
+  EXPECT_EQ(tree->nominal(ads, 0), 8000);
+}
+
+TEST(TenantTreeWithQuota, BadChangesTable) {
+  auto tree = TenantTree::Build({{.name = "org", .quotas = {{"gpu", Quota{}}}},
+                                 {.name = "ads", .parent = "org", .groups = {"vc-ads"}, .quotas = {{"gpu", Quota{.nominal = 8000}}}}});
+  ASSERT_TRUE(tree) << tree.error().message;
+  struct Row {
+    std::string tenant, resource;
+    Quota q;
+    ErrorCode code;
+    std::string message;
+  };
+  const std::vector<Row> rows = {
+      {"nobody", "gpu", {.nominal = 1}, ErrorCode::kNotFound, "no tenant 'nobody'"},
+      {"vc-ads", "gpu", {.nominal = 1}, ErrorCode::kNotFound, "no tenant 'vc-ads'"},  // an alias is not a name
+      {"ads", "cpu", {.nominal = 1}, ErrorCode::kInvalidArgument, "no quota on resource 'cpu' (it has: gpu)"},
+      {"ads", "gpu", {.nominal = -1}, ErrorCode::kInvalidArgument, "nominal -1 is out of range"},
+      {"ads", "gpu", {.nominal = 1, .borrowing_limit = int64_t{1} << 50}, ErrorCode::kInvalidArgument, "borrowing_limit"},
+      {"ads", "gpu", {.nominal = 1000, .lending_limit = 2000}, ErrorCode::kInvalidArgument, "lending_limit 2000 is above its nominal quota 1000"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.message);
+    auto t = tree->WithQuota(r.tenant, r.resource, r.q);
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.error().code, r.code);
+    EXPECT_THAT(t.error().message, HasSubstr(r.message));
+  }
+}
+
+}  // namespace
+}  // namespace tidal::tenancy
