@@ -12,6 +12,8 @@ PKGS=(
   # tests and benchmarks of `tidal serve`: promtool (Prometheus' parser),
   # Chromium for the dashboard's browser test, wrk for the load benchmark
   prometheus chromium wrk
+  # the Slurm binder's tests run a real Slurm on loopback (scripts/slurm-dev.sh)
+  slurm-wlm munge
 )
 
 missing=()
