@@ -138,6 +138,10 @@ class Daemon {
   ApiResult<nlohmann::json> Resume(const std::string& node, const Principal& by, const Audit& audit);
   // Admins: replace a tenant's quota on one resource.
   ApiResult<nlohmann::json> SetQuota(const QuotaChange& q, const Principal& by, const Audit& audit);
+  // A quote for `gpus` GPUs of `model` in `tier` for `duration_s` from now
+  // (GET /v1/quote): exact where prices are announced, with the upper bound
+  // beyond. 404 without a market or a pool for the model.
+  ApiResult<nlohmann::json> Quote(const std::string& model, const std::string& tier, int64_t gpus, int64_t duration_s);
   // What-if changes besides new jobs (POST /v1/simulate).
   struct WhatIf {
     std::vector<SubmitRequest> submit;

@@ -12,6 +12,7 @@
 #include "scheduler/tenant_queue.h"
 #include "server/daemon.h"
 #include "server/job_rows.h"
+#include "market/market_config.h"
 
 namespace tidal::server {
 
@@ -164,6 +165,27 @@ ApiResult<nlohmann::json> Daemon::SetQuota(const QuotaChange& q, const Principal
     nlohmann::json out = q.ToJson();
     out["at"] = *t;
     return out;
+  });
+}
+
+ApiResult<nlohmann::json> Daemon::Quote(const std::string& model, const std::string& tier_name, int64_t gpus, int64_t duration_s) {
+  auto tier = market::ParseTier(tier_name);
+  if (!tier) return std::unexpected(BadRequest(tier.error().message, "tier"));
+  return OnScheduler([&]() -> ApiResult<nlohmann::json> {
+    if (!prices_) return std::unexpected(NotFound("this daemon runs without a market (no 'market:' in its config)"));
+    if (prices_->pool(model) == nullptr) return std::unexpected(NotFound(fmt::format("no price pool for GPU model '{}'", model)));
+    const int64_t start = std::max({Now(), last_batch_, price_clock_});
+    auto q = prices_->QuoteJob(model, *tier, start, duration_s, gpus * kMilliPerGpu, 0);
+    if (!q) return std::unexpected(FromError(q.error()));
+    return nlohmann::json{{"gpu_model", q->model},
+                          {"tier", market::TierName(q->tier)},
+                          {"gpus", gpus},
+                          {"start", q->start_s},
+                          {"duration_s", q->duration_s},
+                          {"total", market::FormatCredits(q->total)},
+                          {"upper_bound_total", market::FormatCredits(q->upper_bound_total)},
+                          {"announced_until", q->horizon_s},
+                          {"beyond_announced_s", q->beyond_horizon_s}};
   });
 }
 

@@ -282,6 +282,7 @@ TEST_P(DaemonTest, ExplainAndWhatIf) {
   EXPECT_GE((*w)["jobs"][0]["delta_s"].get<int64_t>(), 0);
   ASSERT_TRUE((*w)["submitted"][0]["start"].is_number());
   EXPECT_EQ((*w)["submitted"][0]["start"], static_cast<int64_t>(kEpoch) + 1000);  // behind the running ones
+  EXPECT_EQ(d_->Quote("H100", "standard", 8, 3600).error().status, 404);  // no market in this config
   // A what-if changes nothing.
   EXPECT_EQ(Get(waiting).state, "pending");
   EXPECT_EQ(d_->snapshot()->running, 2);
@@ -411,6 +412,14 @@ TEST_P(DaemonTest, PricesFollowTheClustersUtilisation) {
   };
   Step();
   EXPECT_DOUBLE_EQ(standard(), 4.0);
+  // A quote: 8 GPUs for an hour at 4.0 per GPU-hour, announced, so exact.
+  auto q = d_->Quote("H100", "standard", 8, 3600);
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_EQ((*q)["total"], "32.000000");
+  EXPECT_EQ((*q)["upper_bound_total"], "32.000000");
+  EXPECT_EQ((*q)["beyond_announced_s"], 0);
+  EXPECT_EQ(d_->Quote("A100", "standard", 8, 3600).error().status, 404);
+  EXPECT_EQ(d_->Quote("H100", "gold", 8, 3600).error().status, 400);
   Submit(kAds, Req(16, 100000));
   Submit(kSearch, Req(16, 100000));
   for (int h = 1; h <= 6; ++h) {
@@ -418,6 +427,9 @@ TEST_P(DaemonTest, PricesFollowTheClustersUtilisation) {
     Step();
   }
   EXPECT_GT(standard(), 4.0);
+  auto later = d_->Quote("H100", "standard", 8, 3600);
+  ASSERT_TRUE(later) << later.error().message;
+  EXPECT_GT(std::stod((*later)["total"].get<std::string>()), 32.0);  // the price rose with the utilisation
   EXPECT_FALSE(d_->snapshot()->price_history.empty());
   EXPECT_GE(d_->snapshot()->price_history[0].entries.size(), 6u);
 }

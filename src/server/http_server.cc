@@ -389,6 +389,42 @@ void HttpServer::Impl::Routes() {
             }
             Reply(res, 200, {{"tenant", name}, {"entries", entries}});
           }));
+  Add("GET", "/v1/tenants/{name}/holds", Authed([this](const Request& req, Response& res, const Principal& p, const Args& args) {
+            const std::string name = args[0];
+            if (!CanRead(p, name)) return Fail(res, NotFound(fmt::format("no tenant '{}'", name)));
+            if (p.role == Role::kMember || (p.role == Role::kViewer && !p.tenant.empty())) {
+              return Fail(res, Forbidden("a tenant's holds are for its tenant-admin, operators and admins"));
+            }
+            if (auto ok = OnlyParams(req, {}); !ok) return Fail(res, ok.error());
+            json holds = json::array();
+            if (ledger) {
+              auto open = ledger->OpenHolds();
+              if (!open) return Fail(res, FromError(open.error()));
+              for (const market::Hold& h : *open) {
+                if (h.debit != name) continue;
+                holds.push_back({{"id", h.id},
+                                 {"credit", h.credit},
+                                 {"amount", Credits(h.amount)},
+                                 {"remaining", Credits(h.remaining)},
+                                 {"state", market::HoldStateName(h.state)},
+                                 {"expires_at", h.expires_us == 0 ? json() : json(h.expires_us / 1000000)}});
+              }
+            }
+            Reply(res, 200, {{"tenant", name}, {"holds", holds}});
+          }));
+  Add("GET", "/v1/quote", Authed([this](const Request& req, Response& res, const Principal&, const Args&) {
+            if (auto ok = OnlyParams(req, {"gpu_model", "tier", "gpus", "duration_s"}); !ok) return Fail(res, ok.error());
+            const std::string model = req.get_param_value("gpu_model");
+            if (model.empty()) return Fail(res, BadRequest("give the GPU model: ?gpu_model=H100", "gpu_model"));
+            const std::string tier = req.has_param("tier") ? req.get_param_value("tier") : "standard";
+            auto gpus = IntParam(req, "gpus", 1, 1, kMaxGpus);
+            if (!gpus) return Fail(res, gpus.error());
+            auto duration = IntParam(req, "duration_s", 3600, 1, kMaxRuntimeS);
+            if (!duration) return Fail(res, duration.error());
+            auto q = d.Quote(model, tier, *gpus, *duration);
+            if (!q) return Fail(res, q.error());
+            Reply(res, 200, *q);
+          }));
   Add("GET", "/v1/prices", Authed([this](const Request&, Response& res, const Principal&, const Args&) {
             auto s = d.snapshot();
             json out = json::array();

@@ -123,7 +123,7 @@ json Build() {
                        {"additionalProperties", false},
                        {"properties", {{"reason", {{"type", "string"}, {"maxLength", 256}}}}}};
   for (const char* generic : {"Simulate", "TenantList", "Tenant", "Statement", "Prices", "PriceHistory", "Cluster", "Nodes",
-                              "Topology", "Token", "TokenRequest", "TokenList", "Revoked", "Audit", "Reports", "WhoAmI", "Health", "Quota", "NodeState"})
+                              "Topology", "Token", "TokenRequest", "TokenList", "Revoked", "Audit", "Reports", "WhoAmI", "Health", "Quota", "NodeState", "Holds", "Quote"})
     s[generic] = {{"type", "object"}};
   s["TokenRequest"] = {{"type", "object"},
                        {"additionalProperties", false},
@@ -161,6 +161,10 @@ json Build() {
   p["/v1/nodes/{name}/drain"]["post"] = Op("Drain a node: no new work, running jobs run on (operators)", "cluster", Ok("NodeState"), drain_op);
   p["/v1/nodes/{name}/resume"]["post"] = Op("Return a drained node to service (operators)", "cluster", Ok("NodeState"),
                                            Params({{"name", "string"}}, "path"));
+  p["/v1/tenants/{name}/holds"]["get"] = Op("A tenant's open holds (credits reserved for running jobs)", "tenants", Ok("Holds"),
+                                            Params({{"name", "string"}}, "path"));
+  p["/v1/quote"]["get"] = Op("What a job would cost from now: exact where prices are announced, with an upper bound", "market", Ok("Quote"),
+                             Params({{"gpu_model", "string"}, {"tier", "string"}, {"gpus", "integer"}, {"duration_s", "integer"}}));
   p["/v1/prices"]["get"] = Op("Prices in force, by GPU model and tier", "market", Ok("Prices"));
   p["/v1/prices/history"]["get"] = Op("Announced prices of one pool", "market", Ok("PriceHistory"),
                                       Params({{"gpu_model", "string"}, {"tier", "string"}}));

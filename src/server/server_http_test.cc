@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "server/daemon.h"
+#include "market/ledger.h"
 #include "server/http_server.h"
 #include "server/server_test_util.h"
 #include "store/store_testing.h"
@@ -197,6 +198,29 @@ TEST_F(HttpTest, NoTenantSeesOrTouchesAnothersJobsOrAccount) {
               404, "not_found");
   ExpectError(Call("POST", "/v1/tokens", search_, R"({"role": "member", "tenant": "ads"})"), 403, "permission_denied");
   ExpectError(Call("GET", "/v1/audit", search_), 403, "permission_denied");
+  ExpectError(Call("GET", "/v1/tenants/ads/holds", search_), 404, "not_found");
+  ExpectError(Call("GET", "/v1/tenants/search/holds", search_), 403, "permission_denied");  // members: not even their own
+  {
+    // A hold of ads' credits (as a job's metering opens one), and one of search's.
+    auto ledger = market::Ledger::Open(*store_);
+    ASSERT_TRUE(ledger) << ledger.error().message;
+    for (const char* t : {"ads", "search"}) {
+      (void)ledger->CreateAccount({.name = t});
+      auto g = ledger->CreateTransfer({.id = std::string("g-") + t, .debit = std::string(market::kTreasury), .credit = t,
+                                       .amount = 100'000'000, .code = std::string(market::kCodeGrant)});
+      ASSERT_TRUE(g) << g.error().message;
+      auto h = ledger->CreateTransfer({.id = std::string("h-") + t, .debit = t, .credit = std::string(market::kRevenue),
+                                       .amount = 5'000'000, .flags = market::transfer_flags::kPending, .code = "hold"});
+      ASSERT_TRUE(h && h->succeeded()) << (h ? h->name() : h.error().message);
+    }
+  }
+  Answer holds = Call("GET", "/v1/tenants/ads/holds", ads_admin_);
+  ASSERT_EQ(holds.status, 200) << holds.text;
+  ASSERT_EQ(holds.body["holds"].size(), 1u) << holds.text;  // its own only
+  EXPECT_EQ(holds.body["holds"][0]["id"], "h-ads");
+  EXPECT_EQ(holds.body["holds"][0]["amount"], "5.000000");
+  EXPECT_EQ(holds.body["holds"][0]["remaining"], "5.000000");
+  EXPECT_EQ(holds.body["holds"][0]["state"], "pending");
   // What it does see is its own.
   for (const char* q : {"/v1/jobs", "/v1/jobs?state=pending", "/v1/jobs?state=running", "/v1/jobs?state=succeeded"}) {
     Answer l = Call("GET", q, search_);
@@ -265,6 +289,10 @@ TEST_F(HttpTest, BadRequestsGetTheErrorShapeAndChangeNothing) {
   ExpectError(Call("GET", "/v1/jobs/999999999", ads_), 404, "not_found");
   ExpectError(Call("POST", "/v1/simulate", ads_, R"({"submit": []})"), 400, "invalid_argument");
   ExpectError(Call("POST", "/v1/tokens", admin_, R"({"role": "root"})"), 400, "invalid_argument");
+  ExpectError(Call("GET", "/v1/quote", ads_), 400, "invalid_argument");  // no GPU model
+  ExpectError(Call("GET", "/v1/quote?gpu_model=H100&gpus=0", ads_), 400, "invalid_argument");
+  ExpectError(Call("GET", "/v1/quote?gpu_model=H100&tier=gold", ads_), 400, "invalid_argument");
+  ExpectError(Call("GET", "/v1/quote?gpu_model=H100", ads_), 404, "not_found");  // this daemon has no market
   EXPECT_EQ(Call("GET", "/v1/jobs?limit=1000", admin_).body["jobs"].size(), before);
 }
 
