@@ -111,6 +111,7 @@ Status Daemon::Init() {
       if (sj.view.source != "api") continue;
       Rec r{.view = sj.view, .arrived_at = sj.arrived_at, .cancel_at = sj.cancel_at, .spec = sj.request.ToJson().dump()};
       r.job = std::make_unique<Job>(ToJob(sj.request, sj.view.id, sj.view.submitted_at, largest_host_gpus_));
+      if (config_.slurm) r.job->duration_s = kOpenRunS;
       r.view.tier = TierOf(r.view.tenant);
       if (cost_ && r.job->num_gpu > 1 && r.job->gpu_milli == kMilliPerGpu) r.job->tp_group = cost_->TensorParallel(r.job->num_gpu);
       api.push_back(std::move(r));
@@ -143,6 +144,7 @@ Status Daemon::Init() {
 
   TIDAL_ASSIGN_OR_RETURN(market::Ledger ledger, market::Ledger::Open(store_));
   ledger_.emplace(std::move(ledger));
+  if (config_.slurm) TIDAL_RETURN_IF_ERROR(OpenSlurm());
   TIDAL_RETURN_IF_ERROR(CatchUp(std::move(api), std::move(ops)));
   for (const auto& [id, rec] : recs_) {
     auto it = stored_state.find(id);
@@ -154,6 +156,7 @@ Status Daemon::Init() {
   }
   if (reconciled_ > 0) spdlog::info("serve: the replay of the stored inputs corrected {} job states", reconciled_);
   TIDAL_RETURN_IF_ERROR(Flush());
+  if (binder_) TIDAL_RETURN_IF_ERROR(ReconcileSlurm());
   Publish();
   return Ok();
 }
@@ -267,8 +270,8 @@ Status Daemon::RunBatch(int64_t t, std::vector<Rec> arrivals, std::vector<JobId>
     if (!running) Ended(r, "cancelled", t);
     dirty_.insert(id);
   }
-  TIDAL_RETURN_IF_ERROR(replay_->FinishesAt(t, finished));
-  // Operator inputs, by id (recorded: a failure here is the daemon's own).
+  // Operator inputs, by id (recorded: a failure here is the daemon's own),
+  // before the finishes they cause (an "end" from Slurm).
   std::sort(ops.begin(), ops.end(), [](const OpInput& a, const OpInput& b) { return a.id < b.id; });
   for (const OpInput& op : ops) {
     if (Status s = ApplyOp(op, *replay_); !s) {
@@ -280,10 +283,20 @@ Status Daemon::RunBatch(int64_t t, std::vector<Rec> arrivals, std::vector<JobId>
       if (op.kind == "drain") drained_[n] = op.body.value("reason", "");
       else drained_.erase(n);
     }
+    if (op.kind == "end") {
+      ended_by_slurm_[op.body.value("job", JobId{0})] = {op.body.value("state", "succeeded"), op.body.value("reason", "")};
+    }
     next_op_id_ = std::max(next_op_id_, op.id + 1);
   }
+  TIDAL_RETURN_IF_ERROR(replay_->FinishesAt(t, finished));
   for (const Job* j : finished) {
     Rec& r = recs_.at(j->id);
+    if (auto e = ended_by_slurm_.find(j->id); e != ended_by_slurm_.end()) {
+      if (!e->second.second.empty()) r.view.reason = e->second.second;
+      Ended(r, e->second.first, t);
+      ended_by_slurm_.erase(e);
+      continue;
+    }
     Ended(r, r.cancel_at ? "cancelled" : "succeeded", t);
   }
   for (const UnresolvableJob& u : rejected) {
@@ -321,6 +334,7 @@ Status Daemon::RunBatch(int64_t t, std::vector<Rec> arrivals, std::vector<JobId>
     r.view.reason = u.reason;
     Ended(r, "failed", t);
   }
+  if (binder_ && !catching_up_) QueueBindActions(pass, cancels);
   if (!catching_up_) {
     metrics_.scheduled += static_cast<int64_t>(pass.started.size());
     metrics_.unschedulable += static_cast<int64_t>(replay_->queue().waiting());
@@ -394,6 +408,7 @@ Status Daemon::Step(double publish_every_s) {
       last_error_ = flushed ? "" : flushed.error().message;
     }
     if (!flushed) return flushed;
+    if (binder_) RunBindActions();
     Publish();
     published_at_ = wall;
     unpublished_ = false;
@@ -403,6 +418,10 @@ Status Daemon::Step(double publish_every_s) {
     tasks.swap(tasks_);
   }
   for (auto& task : tasks) task();
+  if (binder_ && wall - polled_at_ >= config_.slurm->poll_s) {
+    polled_at_ = wall;
+    if (Status s = PollSlurm(); !s) spdlog::warn("serve: reading Slurm's jobs failed: {}", s.error().message);
+  }
   return Ok();
 }
 

@@ -47,6 +47,7 @@
 #include "server/snapshot.h"
 #include "market/ledger.h"
 #include "market/pricing.h"
+#include "adapters/slurm/binder.h"
 #include "sim/metrics.h"
 #include "sim/placement_cost.h"
 #include "sim/replay.h"
@@ -83,7 +84,7 @@ struct JobFilter {
 // running jobs run on) or returned to service, a tenant's quota changed.
 struct OpInput {
   int64_t id = 0;
-  std::string kind;     // "drain", "resume", "quota"
+  std::string kind;     // "drain", "resume", "quota", "end" (a real manager reports a job's end)
   nlohmann::json body;  // canonical; quota amounts in the resource's unit (milli-GPU, milli-CPU, MiB)
 };
 
@@ -92,6 +93,10 @@ struct JobPage {
   std::vector<std::string> json;  // when set (live lists), jobs[i] as JSON text
   std::optional<JobCursor> next;  // none: the last page
 };
+
+// A job on a real manager runs until the manager reports its end: its true
+// run time is this (ten years); the queue plans with its estimate.
+inline constexpr int64_t kOpenRunS = int64_t{10} * 365 * 86400;
 
 class Daemon {
  public:
@@ -178,7 +183,22 @@ class Daemon {
   // of its own; returns the batch time.
   ApiResult<int64_t> RecordOp(std::string kind, nlohmann::json body, const Principal& by, const Audit& audit, int status,
                               std::string object);
+  // The same for several inputs in one batch (ids are assigned here); no
+  // audit entry when `audit` is null (inputs the daemon records itself).
+  ApiResult<int64_t> RecordOps(std::vector<OpInput> ops, const Principal& by, const Audit* audit, int status, std::string object);
   nlohmann::json NodeJson(NodeId n) const;
+  // With a Slurm binder (daemon_slurm.cc). A job's run ends when Slurm says
+  // so: its true run time is open (kOpenRunS) and its end is an operator
+  // input of kind "end", recorded from what squeue reports. Binding is a
+  // side effect done after the step that decided it is written (never
+  // during the restart's replay), so nothing runs that a restart would not
+  // reproduce; the restart reconciles with Slurm by tidal id instead.
+  Status OpenSlurm();
+  void QueueBindActions(const QueuePass& pass, const std::vector<JobId>& cancelled);
+  void RunBindActions();
+  Status PollSlurm();
+  Status ReconcileSlurm();
+  Result<int64_t> SubmitAndPlace(JobId id);
   // Runs the batches strictly before t (bound: inclusive when `inclusive`).
   Status AdvanceTo(int64_t t, bool inclusive);
   int64_t NextTraceArrival() const;
@@ -222,6 +242,17 @@ class Daemon {
   double reasons_at_ = -1e18;
   bool catching_up_ = false;
   std::map<NodeId, std::string> drained_;  // drained nodes and why
+  // The Slurm binder (none: the embedded simulated cluster).
+  struct BindAction {
+    enum Kind { kPlace, kRequeue, kCancel } kind;
+    JobId job;
+  };
+  std::unique_ptr<slurm::ProcessRunner> slurm_run_;
+  std::unique_ptr<slurm::SlurmBinder> binder_;
+  std::map<JobId, int64_t> slurm_id_;      // tidal job -> its Slurm job
+  std::vector<BindAction> bind_actions_;   // decided, written, not yet done
+  std::map<JobId, std::pair<std::string, std::string>> ended_by_slurm_;  // job -> (state, reason) for the batch ending it
+  double polled_at_ = -1e18;
   int64_t next_op_id_ = 1;
   int64_t reconciled_ = 0;
 

@@ -350,6 +350,7 @@ ApiResult<Daemon::Submitted> Daemon::Submit(SubmitRequest r, const Principal& by
   }
   metrics_.submitted += 1;
   Rec rec{.job = std::make_unique<Job>(ToJob(r, id, now, largest_host_gpus_)), .view = v, .spec = spec};
+  if (binder_) rec.job->duration_s = kOpenRunS;  // it ends when Slurm says so
   if (cost_ && rec.job->num_gpu > 1 && rec.job->gpu_milli == kMilliPerGpu) rec.job->tp_group = cost_->TensorParallel(rec.job->num_gpu);
   {
     std::lock_guard lock(mu_);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -15,6 +16,8 @@
 #include "sim/workload_input.h"
 #include "tenancy/tenants_file.h"
 #include "topology/formats.h"
+#include "adapters/slurm/binder.h"
+#include "adapters/slurm/cluster_import.h"
 
 namespace tidal::server {
 namespace {
@@ -30,6 +33,66 @@ std::string DefaultDaemonConfigPath() {
   if (const char* d = std::getenv("TIDAL_DATA_DIR"); d && *d) return (std::filesystem::path(d) / "serve/default.yaml").string();
   return FindShippedPath("data/serve/default.yaml");
 }
+
+namespace {
+
+Result<SlurmBinderConfig> ReadSlurmBinder(const YAML::Node& b, const std::filesystem::path& base,
+                                          const std::function<std::string(const YAML::Node&)>& where) {
+  if (!b.IsMap()) return MakeError(ErrorCode::kParse, "{}: 'binder:' is a map (kind: slurm, slurm_conf: FILE, ...)", where(b));
+  static const std::set<std::string> known = {"kind", "slurm_conf", "partition", "gpu_model", "script", "output", "workdir", "poll_s"};
+  for (const auto& kv : b) {
+    const std::string k = kv.first.as<std::string>();
+    if (!known.contains(k)) {
+      return MakeError(ErrorCode::kParse, "{}: unknown key binder.{} (known: kind, slurm_conf, partition, gpu_model, script, output, "
+                       "workdir, poll_s)", where(kv.first), k);
+    }
+  }
+  if (!b["kind"] || b["kind"].as<std::string>() != "slurm") {
+    return MakeError(ErrorCode::kParse, "{}: binder.kind must be slurm (the embedded simulated cluster needs no binder)", where(b));
+  }
+  SlurmBinderConfig sc;
+  if (!b["slurm_conf"]) return MakeError(ErrorCode::kParse, "{}: binder.slurm_conf (the cluster's slurm.conf) is required", where(b));
+  sc.slurm_conf = Resolve(base, b["slurm_conf"].as<std::string>());
+  if (std::error_code ec; !std::filesystem::is_regular_file(sc.slurm_conf, ec)) {
+    return MakeError(ErrorCode::kNotFound, "{}: binder.slurm_conf {} is not a file; give the cluster's slurm.conf "
+                     "(scripts/slurm-dev.sh start DIR prints a local one's)", where(b["slurm_conf"]), sc.slurm_conf);
+  }
+  if (b["partition"]) sc.partition = b["partition"].as<std::string>();
+  if (b["gpu_model"]) sc.gpu_model = b["gpu_model"].as<std::string>();
+  if (b["script"]) sc.script = b["script"].as<std::string>();
+  if (b["output"]) sc.output = b["output"].as<std::string>();
+  if (b["workdir"]) sc.workdir = b["workdir"].as<std::string>();
+  if (b["poll_s"]) sc.poll_s = b["poll_s"].as<double>();
+  if (!(sc.poll_s >= 0.1 && sc.poll_s <= 600)) return MakeError(ErrorCode::kParse, "{}: binder.poll_s must be in [0.1, 600]", where(b["poll_s"]));
+  if (sc.script.empty()) return MakeError(ErrorCode::kParse, "{}: binder.script is empty", where(b));
+  return sc;
+}
+
+struct SlurmCluster {
+  slurm::ImportedCluster cluster;
+  std::string topology_text;
+};
+
+// The nodes of the binder's partition and the topology.conf next to its
+// slurm.conf (none: one flat pool).
+Result<SlurmCluster> ImportSlurm(const SlurmBinderConfig& sc) {
+  slurm::ProcessRunner run({{"SLURM_CONF", sc.slurm_conf}});
+  slurm::SlurmBinder binder(run, {.partition = sc.partition});
+  auto nodes = binder.Nodes();
+  if (!nodes) {
+    return MakeError(nodes.error().code, "reading the Slurm cluster of {} (is slurmctld up?): {}", sc.slurm_conf, nodes.error().message);
+  }
+  SlurmCluster out;
+  const std::filesystem::path topo = std::filesystem::path(sc.slurm_conf).parent_path() / "topology.conf";
+  std::error_code ec;
+  if (std::filesystem::exists(topo, ec)) {
+    TIDAL_ASSIGN_OR_RETURN(out.topology_text, ReadFileToString(topo.string()));
+  }
+  TIDAL_ASSIGN_OR_RETURN(out.cluster, slurm::ImportCluster(*nodes, sc.partition, sc.gpu_model, out.topology_text, topo.string()));
+  return out;
+}
+
+}  // namespace
 
 Result<DaemonConfig> ReadDaemonConfig(const std::string& path) {
   TIDAL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
@@ -49,17 +112,33 @@ Result<DaemonConfig> ReadDaemonConfig(const std::string& path) {
     digest_input = YAML::Dump(doc);
     if (!doc.IsMap() || !doc["version"] || doc["version"].as<int>() != 1)
       return MakeError(ErrorCode::kParse, "{}:1: a serve config starts with 'version: 1'", path);
-    static const std::set<std::string> known = {"version", "name", "topology", "trace", "clock", "scheduler", "market", "reports"};
+    static const std::set<std::string> known = {"version", "name", "topology", "trace", "clock", "scheduler", "market", "reports", "binder"};
     for (const auto& kv : doc) {
       const std::string k = kv.first.as<std::string>();
       if (!known.contains(k))
-        return MakeError(ErrorCode::kParse, "{}: unknown key '{}' (known: name, topology, trace, clock, scheduler, market, reports)",
+        return MakeError(ErrorCode::kParse,
+                         "{}: unknown key '{}' (known: name, topology, trace, clock, scheduler, market, reports, binder)",
                          where(kv.first), k);
     }
     const std::filesystem::path base = std::filesystem::path(path).parent_path();
     c.name = doc["name"] ? doc["name"].as<std::string>() : std::filesystem::path(path).stem().string();
-    if (!doc["topology"]) return MakeError(ErrorCode::kParse, "{}: 'topology:' (the simulated cluster's fabric) is required", path);
-    {
+    if (const YAML::Node b = doc["binder"]) {
+      // A real Slurm: the cluster is imported from it, not simulated.
+      TIDAL_ASSIGN_OR_RETURN(SlurmBinderConfig sc, ReadSlurmBinder(b, base, where));
+      if (doc["topology"] || doc["trace"]) {
+        return MakeError(ErrorCode::kParse, "{}: with binder: slurm the nodes and switches come from Slurm; drop 'topology:' and 'trace:'",
+                         where(b));
+      }
+      TIDAL_ASSIGN_OR_RETURN(SlurmCluster imported, ImportSlurm(sc));
+      c.nodes = std::move(imported.cluster.nodes);
+      c.topology = std::move(imported.cluster.topology);
+      c.slurm_drained = std::move(imported.cluster.drained);
+      digest_input += imported.topology_text;
+      c.slurm = std::move(sc);
+    } else if (!doc["topology"]) {
+      return MakeError(ErrorCode::kParse, "{}: 'topology:' (the simulated cluster's fabric) is required", path);
+    }
+    if (doc["topology"]) {
       const std::string tp = Resolve(base, doc["topology"].as<std::string>());
       TIDAL_ASSIGN_OR_RETURN(std::string t_text, ReadFileToString(tp));
       digest_input += t_text;

@@ -26,6 +26,21 @@ namespace tidal::server {
 // Trace jobs get ids from here on (API jobs count up from 1 below it).
 inline constexpr JobId kTraceIdBase = JobId{1} << 40;
 
+// A real Slurm instead of the embedded simulated cluster (docs/slurm.md):
+// the nodes and switch tree are imported from it, each started job is a
+// held Slurm batch job placed on tidal's nodes, and its end is Slurm's.
+struct SlurmBinderConfig {
+  std::string slurm_conf;        // SLURM_CONF for the commands
+  std::string partition = "tidal";
+  std::string gpu_model;         // for untyped GRES ("" = GRES types required)
+  // The batch script of an API job; "{runtime_s}" is replaced by the job's
+  // runtime_s (its estimate when not given), "{id}" by its id.
+  std::string script = "sleep {runtime_s}";
+  std::string output = "/dev/null";  // sbatch --output
+  std::string workdir = "/tmp";      // sbatch --chdir
+  double poll_s = 2;                 // wall seconds between squeue reads
+};
+
 struct DaemonConfig {
   std::string source;  // the file it was read from
   std::string digest;  // SHA-256 of the parsed config (not its comments) and every file it names
@@ -46,6 +61,8 @@ struct DaemonConfig {
   int64_t restart_penalty_s = 60;
   std::optional<market::MarketConfig> market;
   std::string reports_dir;  // simulation reports served under /reports ("" = none)
+  std::optional<SlurmBinderConfig> slurm;  // set: the cluster is a real Slurm, not simulated
+  std::vector<std::string> slurm_drained;  // nodes Slurm had drained or down when the config was read
 };
 
 Result<DaemonConfig> ReadDaemonConfig(const std::string& path);

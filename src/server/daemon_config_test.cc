@@ -79,6 +79,16 @@ TEST(DaemonConfig, BadInputTable) {
       {"version: 1\ntopology: " + topo + "\nscheduler: {seeds: 1}\n", "unknown key scheduler.seeds"},
       {"version: 1\ntopology: " + topo + "\nscheduler: {tenants: /nonexistent/tenants.yaml, queue: fifo}\n", "/nonexistent/tenants.yaml"},
       {"version: 1\ntopology: " + topo + "\nscheduler: {tenants: none, queue: fifo}\nmarket: /nonexistent/m.yaml\n", "/nonexistent/m.yaml"},
+      // A real Slurm as the cluster (binder:).
+      {"version: 1\nbinder: slurm\n", "'binder:' is a map"},
+      {"version: 1\nbinder: {kind: kubernetes, slurm_conf: x}\n", "binder.kind must be slurm"},
+      {"version: 1\nbinder: {kind: slurm}\n", "binder.slurm_conf (the cluster's slurm.conf) is required"},
+      {"version: 1\nbinder: {kind: slurm, slurm_conf: " + topo + ", pol_s: 1}\n", "unknown key binder.pol_s"},
+      {"version: 1\nbinder: {kind: slurm, slurm_conf: " + topo + ", poll_s: 0}\n", "binder.poll_s must be in [0.1, 600]"},
+      {"version: 1\nbinder: {kind: slurm, slurm_conf: " + topo + ", script: ''}\n", "binder.script is empty"},
+      {"version: 1\nbinder: {kind: slurm, slurm_conf: " + topo + "}\ntopology: " + topo + "\n", "drop 'topology:' and 'trace:'"},
+      {"version: 1\nbinder: {kind: slurm, slurm_conf: /nonexistent/slurm.conf}\nscheduler: {tenants: none, queue: fifo}\n",
+       "binder.slurm_conf /nonexistent/slurm.conf is not a file"},
   };
   int i = 0;
   for (const Row& row : table) {

@@ -89,6 +89,12 @@ Result<Daemon::PreparedOp> Daemon::PrepareOp(const OpInput& op, const sim::Repla
     out.tree = std::make_shared<const tenancy::TenantTree>(std::move(next));
     return out;
   }
+  if (op.kind == "end") {
+    // Slurm reports a job's end: it must be running here.
+    const JobId job = op.body.value("job", JobId{0});
+    if (!replay.running(job)) return MakeError(ErrorCode::kFailedPrecondition, "job {} is not running; its end cannot be taken", job);
+    return out;
+  }
   return MakeError(ErrorCode::kInvalidArgument, "unknown operator input kind '{}'", op.kind);
 }
 
@@ -96,6 +102,7 @@ Status Daemon::ApplyOp(const OpInput& op, sim::Replay& replay) {
   TIDAL_ASSIGN_OR_RETURN(PreparedOp p, PrepareOp(op, replay));
   if (op.kind == "drain") return replay.Cordon(p.node);
   if (op.kind == "resume") return replay.Uncordon(p.node);
+  if (op.kind == "end") return replay.Cancel(op.body.value("job", JobId{0}), replay.now());
   return replay.SetTenants(p.tree);
 }
 
@@ -109,28 +116,38 @@ nlohmann::json Daemon::NodeJson(NodeId n) const {
 
 ApiResult<int64_t> Daemon::RecordOp(std::string kind, nlohmann::json body, const Principal& by, const Audit& audit, int status,
                                     std::string object) {
-  // The batch this input takes effect in: after every batch that ran, with
-  // the events before it run first so that it is checked on that state.
+  return RecordOps({{.kind = std::move(kind), .body = std::move(body)}}, by, &audit, status, std::move(object));
+}
+
+ApiResult<int64_t> Daemon::RecordOps(std::vector<OpInput> ops, const Principal& by, const Audit* audit, int status, std::string object) {
+  // The batch these inputs take effect in: after every batch that ran, with
+  // the events before it run first so that they are checked on that state.
   const int64_t t = std::max(Now(), last_batch_ + 1);
   if (Status s = AdvanceTo(t, /*inclusive=*/false); !s) return std::unexpected(FromError(s.error()));
-  OpInput op{.id = next_op_id_, .kind = std::move(kind), .body = std::move(body)};
-  if (auto p = PrepareOp(op, *replay_); !p) {
-    const Error& e = p.error();
-    if (e.code == ErrorCode::kFailedPrecondition) return std::unexpected(Conflict(e.message));
-    return std::unexpected(FromError(e));
+  for (OpInput& op : ops) {
+    op.id = next_op_id_ + static_cast<int64_t>(&op - ops.data());
+    if (auto p = PrepareOp(op, *replay_); !p) {
+      const Error& e = p.error();
+      if (e.code == ErrorCode::kFailedPrecondition) return std::unexpected(Conflict(e.message));
+      return std::unexpected(FromError(e));
+    }
   }
   const int64_t wall = static_cast<int64_t>(wall_());
   Status written = store_.Write([&](store::Tx& tx) -> Status {
-    const store::Value p[] = {op.id, t, op.kind, op.body.dump(), wall, by.token_id};
-    TIDAL_RETURN_IF_ERROR(tx.Exec("INSERT INTO daemon_inputs (id, at, kind, body, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?)", p));
-    return AppendAudit(tx, wall, by.token_id, RoleName(by.role), audit.method, audit.path, status, object);
+    for (const OpInput& op : ops) {
+      const store::Value p[] = {op.id, t, op.kind, op.body.dump(), wall, by.token_id};
+      TIDAL_RETURN_IF_ERROR(tx.Exec("INSERT INTO daemon_inputs (id, at, kind, body, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?)", p));
+    }
+    if (audit == nullptr) return Ok();
+    return AppendAudit(tx, wall, by.token_id, RoleName(by.role), audit->method, audit->path, status, object);
   });
   if (!written) return std::unexpected(FromError(written.error()));
-  ++next_op_id_;
-  // Recorded: from here the input is part of the daemon's history, and a
-  // failure to run it is the scheduler's (a restart replays it).
-  if (Status s = RunBatch(t, {}, {}, {op}); !s) return std::unexpected(FromError(s.error()));
+  next_op_id_ += static_cast<int64_t>(ops.size());
+  // Recorded: from here the inputs are part of the daemon's history, and a
+  // failure to run them is the scheduler's (a restart replays them).
+  if (Status s = RunBatch(t, {}, {}, std::move(ops)); !s) return std::unexpected(FromError(s.error()));
   if (Status s = Flush(); !s) return std::unexpected(FromError(s.error()));
+  if (binder_) RunBindActions();
   Publish();
   return t;
 }
