@@ -279,9 +279,16 @@ Status Daemon::RunBatch(int64_t t, std::vector<Rec> arrivals, std::vector<JobId>
                        op.body.dump(), t, s.error().message);
     }
     if (op.kind == "drain" || op.kind == "resume") {
-      const NodeId n = *replay_->cluster().FindNode(op.body.value("node", ""));
+      const std::string node = op.body.value("node", "");
+      const NodeId n = *replay_->cluster().FindNode(node);
       if (op.kind == "drain") drained_[n] = op.body.value("reason", "");
       else drained_.erase(n);
+      // An operator's drain reaches the manager too; one that came from it
+      // does not go back.
+      if (binder_ && !catching_up_ && !op.body.value("from_slurm", false)) {
+        bind_actions_.push_back({op.kind == "drain" ? BindAction::kDrain : BindAction::kResume, 0, node,
+                                 "tidal: " + op.body.value("reason", std::string("drained"))});
+      }
     }
     if (op.kind == "end") {
       ended_by_slurm_[op.body.value("job", JobId{0})] = {op.body.value("state", "succeeded"), op.body.value("reason", "")};

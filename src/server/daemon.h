@@ -244,8 +244,9 @@ class Daemon {
   std::map<NodeId, std::string> drained_;  // drained nodes and why
   // The Slurm binder (none: the embedded simulated cluster).
   struct BindAction {
-    enum Kind { kPlace, kRequeue, kCancel } kind;
-    JobId job;
+    enum Kind { kPlace, kRequeue, kCancel, kDrain, kResume } kind;
+    JobId job = 0;
+    std::string node, reason;  // kDrain, kResume
   };
   std::unique_ptr<slurm::ProcessRunner> slurm_run_;
   std::unique_ptr<slurm::SlurmBinder> binder_;

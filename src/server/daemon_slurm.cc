@@ -82,6 +82,8 @@ void Daemon::RunBindActions() {
       case BindAction::kRequeue:
         if (sid != slurm_id_.end()) s = binder_->Requeue(sid->second);
         break;
+      case BindAction::kDrain: s = binder_->DrainNode(a.node, a.reason); break;
+      case BindAction::kResume: s = binder_->ResumeNode(a.node); break;
       case BindAction::kCancel:
         if (sid != slurm_id_.end()) {
           s = binder_->Cancel(sid->second);
@@ -90,17 +92,20 @@ void Daemon::RunBindActions() {
         break;
     }
     // The poll and the restart's reconciliation repair what failed here.
-    if (!s) spdlog::warn("serve: Slurm binding of job {} failed: {}", a.job, s.error().message);
+    if (!s) spdlog::warn("serve: Slurm binding ({}) failed: {}", a.node.empty() ? fmt::format("job {}", a.job) : "node " + a.node,
+                         s.error().message);
   }
 }
 
-// Jobs tidal runs whose Slurm job ended (or vanished) end here too, in one
-// recorded batch.
+// Jobs tidal runs whose Slurm job ended end here too, and nodes Slurm took
+// out of service (drained, down, not responding) or gave back are cordoned
+// or uncordoned: in one recorded batch.
 Status Daemon::PollSlurm() {
   TIDAL_ASSIGN_OR_RETURN(std::vector<slurm::SlurmJob> jobs, binder_->Jobs());
+  TIDAL_ASSIGN_OR_RETURN(std::vector<slurm::SlurmNode> nodes, binder_->Nodes());
   std::map<int64_t, const slurm::SlurmJob*> by_slurm_id;
   for (const slurm::SlurmJob& j : jobs) by_slurm_id[j.id] = &j;
-  std::vector<OpInput> ends;
+  std::vector<OpInput> inputs;
   for (const auto& [id, sid] : slurm_id_) {
     if (!replay_->running(id)) continue;
     auto it = by_slurm_id.find(sid);
@@ -108,14 +113,26 @@ Status Daemon::PollSlurm() {
     const slurm::SlurmJob& j = *it->second;
     if (slurm::IsLive(j)) continue;
     const bool ok = j.state == "COMPLETED" && j.exit_code == 0;
-    ends.push_back({.kind = "end",
+    inputs.push_back({.kind = "end",
                     .body = {{"job", id},
                              {"state", ok ? "succeeded" : "failed"},
                              {"reason", ok ? "" : fmt::format("slurm: {} (exit {})", j.state, j.exit_code)},
                              {"slurm_id", sid}}});
   }
-  if (ends.empty()) return Ok();
-  auto t = RecordOps(std::move(ends), kSlurmPrincipal, nullptr, 0, "");
+  const ClusterState& c = replay_->cluster();
+  for (const slurm::SlurmNode& n : nodes) {
+    const std::optional<NodeId> id = c.FindNode(n.name);
+    if (!id) continue;  // another partition's
+    const bool out = slurm::OutOfService(n);
+    if (out && !c.cordoned(*id)) {
+      inputs.push_back({.kind = "drain",
+                      .body = {{"node", n.name}, {"reason", "slurm: " + (!n.reason.empty() ? n.reason : n.state.empty() ? std::string("out of service") : n.state.front())}, {"from_slurm", true}}});
+    } else if (!out && c.cordoned(*id)) {
+      inputs.push_back({.kind = "resume", .body = {{"node", n.name}, {"from_slurm", true}}});
+    }
+  }
+  if (inputs.empty()) return Ok();
+  auto t = RecordOps(std::move(inputs), kSlurmPrincipal, nullptr, 0, "");
   if (!t) return MakeError(ErrorCode::kIo, "recording Slurm's job ends: {}", t.error().message);
   return Ok();
 }

@@ -190,5 +190,49 @@ TEST_F(DaemonSlurmTest, ARestartedDaemonFindsItsJobsAndTheEndsItMissed) {
   EXPECT_EQ(SlurmLive()[runs].size(), 1u);
 }
 
+// Nodes: a drain through tidal's API drains the node in Slurm; one Slurm's
+// admin drains is cordoned in tidal (no job goes there) and uncordoned when
+// Slurm resumes it.
+TEST_F(DaemonSlurmTest, DrainsGoBothWays) {
+  const Audit op_audit{.method = "POST", .path = "/v1/nodes/n1/drain"};
+  ASSERT_TRUE(d_->Drain("n1", "cooling", kAdmin, op_audit));
+  slurm::SlurmBinder b(*runner_, {});
+  auto slurm_state = [&](const std::string& name) -> std::optional<slurm::SlurmNode> {
+    auto nodes = b.Nodes();
+    if (!nodes) return std::nullopt;
+    for (const slurm::SlurmNode& n : *nodes)
+      if (n.name == name) return n;
+    return std::nullopt;
+  };
+  auto n1 = slurm_state("n1");
+  ASSERT_TRUE(n1);
+  EXPECT_TRUE(n1->drained());
+  EXPECT_EQ(n1->reason, "tidal: cooling");
+  // Slurm's admin drains n3: tidal cordons it with Slurm's reason.
+  ASSERT_TRUE(runner_->Run({"scontrol", "update", "NodeName=n3", "State=DRAIN", "Reason=psu"}));
+  auto drained = [&](const std::string& name) {
+    for (const NodeView& v : d_->snapshot()->node_views)
+      if (v.name == name) return v.drained;
+    return false;
+  };
+  ASSERT_TRUE(StepUntil("tidal to cordon n3", [&] { return drained("n3"); }));
+  for (const NodeView& v : d_->snapshot()->node_views)
+    if (v.name == "n3") EXPECT_EQ(v.drain_reason, "slurm: psu");
+  // Two 8-GPU jobs: n1 and n3 are out, so they go to n0 and n2.
+  const JobId a = Submit(8, 300), c = Submit(8, 300);
+  ASSERT_TRUE(StepUntil("both to run", [&] { return Get(a).state == "running" && Get(c).state == "running"; }));
+  std::vector<std::string> used = Nodes(Get(a));
+  used.push_back(Nodes(Get(c)).front());
+  std::sort(used.begin(), used.end());
+  EXPECT_EQ(used, (std::vector<std::string>{"n0", "n2"}));
+  // Slurm resumes n3; tidal resumes n1 (and so does Slurm).
+  ASSERT_TRUE(runner_->Run({"scontrol", "update", "NodeName=n3", "State=RESUME"}));
+  ASSERT_TRUE(d_->Resume("n1", kAdmin, op_audit));
+  ASSERT_TRUE(StepUntil("both back in service", [&] {
+    auto s1 = slurm_state("n1");
+    return !drained("n3") && !drained("n1") && s1 && !s1->drained();
+  }));
+}
+
 }  // namespace
 }  // namespace tidal::server

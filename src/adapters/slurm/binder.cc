@@ -87,6 +87,17 @@ Status SlurmBinder::Cancel(int64_t slurm_id) {
   return Ok();
 }
 
+Status SlurmBinder::DrainNode(const std::string& node, const std::string& reason) {
+  TIDAL_RETURN_IF_ERROR(
+      Must({"scontrol", "update", "NodeName=" + node, "State=DRAIN", "Reason=" + (reason.empty() ? std::string("drained through tidal") : reason)}));
+  return Ok();
+}
+
+Status SlurmBinder::ResumeNode(const std::string& node) {
+  TIDAL_RETURN_IF_ERROR(Must({"scontrol", "update", "NodeName=" + node, "State=RESUME"}));
+  return Ok();
+}
+
 std::optional<int64_t> SlurmBinder::TidalId(const SlurmJob& job) {
   constexpr std::string_view kPrefix = "tidal:";
   if (!job.comment.starts_with(kPrefix)) return std::nullopt;

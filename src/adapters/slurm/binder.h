@@ -57,6 +57,10 @@ class SlurmBinder {
   // the script; checkpoints are the job's own).
   Status Requeue(int64_t slurm_id);
   Status Cancel(int64_t slurm_id);
+  // A node out of service (no new jobs; running ones go on) and back:
+  // `scontrol update NodeName=.. State=DRAIN Reason=..` / `State=RESUME`.
+  Status DrainNode(const std::string& node, const std::string& reason);
+  Status ResumeNode(const std::string& node);
   // tidal's jobs as Slurm knows them (every state Slurm still reports).
   Result<std::vector<SlurmJob>> Jobs();
   Result<std::vector<SlurmNode>> Nodes();

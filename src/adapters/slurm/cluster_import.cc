@@ -31,10 +31,7 @@ Result<ImportedCluster> ImportCluster(const std::vector<SlurmNode>& nodes, const
     out.nodes.push_back({.name = n.name, .cpu_milli = n.cpus * 1000, .memory_mib = n.real_memory_mib, .gpu_count = n.gpus,
                          .gpu_model = n.gpus > 0 ? model : ""});
     gpus.push_back({.name = n.name, .gpus = n.gpus, .gpu_model = n.gpus > 0 ? model : ""});
-    const bool down = std::any_of(n.state.begin(), n.state.end(), [](const std::string& s) {
-      return s == "down" || s == "fail" || s == "failing" || s == "not_responding";
-    });
-    if (n.drained() || down) out.drained.push_back(n.name);
+    if (OutOfService(n)) out.drained.push_back(n.name);
   }
   if (out.nodes.empty()) {
     return MakeError(ErrorCode::kNotFound, "Slurm lists no node{}; check the partition name and `sinfo`",

@@ -92,6 +92,12 @@ bool SlurmNode::drained() const {
   return std::any_of(state.begin(), state.end(), [](const std::string& s) { return s.starts_with("drain"); });
 }
 
+bool OutOfService(const SlurmNode& node) {
+  return node.drained() || std::any_of(node.state.begin(), node.state.end(), [](const std::string& s) {
+           return s == "down" || s == "fail" || s == "failing" || s == "not_responding";
+         });
+}
+
 Result<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text, std::string_view source) {
   TIDAL_ASSIGN_OR_RETURN(json jobs, ParseTop(text, source, "jobs"));
   std::vector<SlurmJob> out;

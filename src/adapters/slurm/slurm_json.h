@@ -42,6 +42,9 @@ struct SlurmNode {
   bool drained() const;  // drain or draining flags
 };
 
+// Drained, down, failing or not responding: no new work goes there.
+bool OutOfService(const SlurmNode& node);
+
 Result<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text, std::string_view source = "squeue --json");
 Result<std::vector<SlurmNode>> ParseSinfoJson(std::string_view text, std::string_view source = "sinfo --json");
 
