@@ -23,5 +23,11 @@ function(tidal_test name)
   if(T_LABELS)
     set(labels ${T_LABELS})
   endif()
-  gtest_discover_tests(${name} PROPERTIES LABELS "${labels}" DISCOVERY_TIMEOUT 60)
+  # Tests against a real Slurm each start a local cluster (scripts/slurm-dev.sh):
+  # one at a time, so two never race for its ports.
+  set(lock "")
+  if("slurm" IN_LIST labels)
+    set(lock RESOURCE_LOCK slurm_cluster)
+  endif()
+  gtest_discover_tests(${name} PROPERTIES LABELS "${labels}" ${lock} DISCOVERY_TIMEOUT 60)
 endfunction()

@@ -224,6 +224,79 @@ TEST(SlurmBinder, ReconcileMatchesByTidalIdNotSlurmId) {
   EXPECT_FALSE(IsLive(job(1, "", "NODE_FAIL")));
 }
 
+// The binder's commands and how it reads their answers, on canned output.
+class FakeRunner : public CommandRunner {
+ public:
+  Result<CommandOutput> Run(const std::vector<std::string>& argv) override {
+    calls.push_back(CommandLine(argv));
+    if (answers.empty()) return CommandOutput{};
+    CommandOutput out = answers.front();
+    answers.erase(answers.begin());
+    return out;
+  }
+  std::vector<std::string> calls;
+  std::vector<CommandOutput> answers;
+};
+
+TEST(SlurmBinder, SubmitReadsTheParsableIdAndRefusesAnythingElse) {
+  struct Row {
+    std::string out;
+    int64_t id;  // 0: an error
+  };
+  for (const Row& r : std::vector<Row>{{"12\n", 12}, {"12;tidaldev\n", 12}, {"7", 7}, {"Submitted batch job 5\n", 0},
+                                       {"12x\n", 0}, {"0\n", 0}, {"-3\n", 0}, {"\n", 0}}) {
+    SCOPED_TRACE(r.out);
+    FakeRunner run;
+    run.answers = {{.exit_code = 0, .out = r.out}};
+    SlurmBinder b(run, {.partition = "p", .output = "/o", .workdir = "/w"});
+    auto id = b.SubmitHeld({.tidal_id = 3, .nodes = 2, .gpus_per_node = 8, .gpu_type = "h100", .time_limit_s = 61, .script = "sleep 1"});
+    if (r.id == 0) {
+      ASSERT_FALSE(id);
+      EXPECT_THAT(id.error().message, HasSubstr("not a job id"));
+    } else {
+      ASSERT_TRUE(id) << id.error().message;
+      EXPECT_EQ(*id, r.id);
+    }
+    ASSERT_EQ(run.calls.size(), 1u);
+    EXPECT_EQ(run.calls[0],
+              "sbatch --hold --parsable --job-name=tidal-3 --comment=tidal:3 --partition=p --nodes=2 --ntasks-per-node=1 --requeue "
+              "--output=/o --chdir=/w --gres=gpu:h100:8 --time=2 '--wrap=sleep 1'");
+  }
+}
+
+TEST(SlurmBinder, CommandsAndTheirFailures) {
+  FakeRunner run;
+  SlurmBinder b(run, {});
+  ASSERT_TRUE(b.Place(5, {"n1", "n3"}));
+  ASSERT_TRUE(b.Requeue(5));
+  ASSERT_TRUE(b.Hold(5));
+  ASSERT_TRUE(b.Cancel(5));
+  ASSERT_TRUE(b.DrainNode("n2", ""));
+  ASSERT_TRUE(b.ResumeNode("n2"));
+  EXPECT_THAT(run.calls, ElementsAre("scontrol update JobId=5 ReqNodeList=n1,n3 NumNodes=2 StartTime=now", "scontrol release 5",
+                                     "scontrol requeuehold 5", "scontrol hold 5", "scancel 5",
+                                     "scontrol update NodeName=n2 State=DRAIN 'Reason=drained through tidal'",
+                                     "scontrol update NodeName=n2 State=RESUME"));
+  run.answers = {{.exit_code = 1, .err = "scontrol: error: Invalid job id specified\n"}};
+  auto bad = b.Place(9, {"n0"});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "'scontrol update JobId=9 ReqNodeList=n0 NumNodes=1 StartTime=now' failed (exit 1): "
+                                 "scontrol: error: Invalid job id specified");
+  EXPECT_EQ(run.calls.back(), "scontrol update JobId=9 ReqNodeList=n0 NumNodes=1 StartTime=now");  // no release after a failed update
+  EXPECT_FALSE(b.Place(9, {}));
+  EXPECT_FALSE(b.SubmitHeld({.tidal_id = 0}));
+  EXPECT_FALSE(b.SubmitHeld({.tidal_id = 1, .nodes = 0}));
+  EXPECT_FALSE(b.SubmitHeld({.tidal_id = 1, .gpus_per_node = -1}));
+  // Jobs() keeps tidal's jobs only.
+  FakeRunner listing;
+  listing.answers = {{.exit_code = 0, .out = Fixture("squeue-22.05.json")}};
+  SlurmBinder c(listing, {});
+  auto jobs = c.Jobs();
+  ASSERT_TRUE(jobs) << jobs.error().message;
+  EXPECT_EQ(jobs->size(), 3u);
+  EXPECT_EQ(listing.calls[0], "squeue --json --all");
+}
+
 TEST(SlurmBinder, StuckPendingIsReleasedAndStillPendingPastTheTimeout) {
   std::vector<SlurmJob> jobs = {
       {.id = 1, .state = "PENDING", .reason = "Resources", .priority = 100},
