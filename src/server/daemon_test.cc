@@ -636,6 +636,46 @@ TEST_P(DaemonTest, AQuotaChangeTakesEffectInItsBatchAndReplays) {
   for (const TenantView& t : d_->snapshot()->tenants) EXPECT_DOUBLE_EQ(t.floor_gpus, t.name == "ads" ? 8 : 16) << t.name;
 }
 
+// Floors may not promise more than the cluster has, per resource: CPU
+// (cores as milli-CPU), a GPU model's own quota, a model the cluster lacks.
+TEST_P(DaemonTest, QuotaChangesAreBoundedByTheClustersCapacityPerResource) {
+  DaemonConfig c = SmallConfig();
+  for (NodeSpec& n : c.nodes) n.cpu_milli = 64000;  // 4 x 64 cores
+  std::vector<tenancy::TenantSpec> specs = {
+      {.name = "org", .quotas = {{"gpu", {}}, {"gpu/H100", {}}, {"gpu/A100", {}}, {"cpu", {}}}},
+      {.name = "ads", .parent = "org", .quotas = {{"gpu", {.nominal = 16000}}, {"gpu/H100", {.nominal = 16000}}, {"cpu", {.nominal = 0}}}},
+      {.name = "search", .parent = "org", .quotas = {{"gpu", {.nominal = 16000}}, {"gpu/H100", {.nominal = 16000}}}},
+  };
+  auto tree = tenancy::TenantTree::Build(std::move(specs));
+  ASSERT_TRUE(tree) << tree.error().message;
+  c.tenants = std::make_shared<const tenancy::TenantTree>(std::move(*tree));
+  c.digest = "capacity-test";
+  OpenFresh(std::move(c));
+  auto set = [&](std::string tenant, std::string resource, int64_t nominal) {
+    return d_->SetQuota({.tenant = std::move(tenant), .resource = std::move(resource), .nominal = nominal}, kAdmin, kOpAudit);
+  };
+  // CPU: 200 of 256 cores, then 100 more would be 300.
+  ASSERT_TRUE(set("ads", "cpu", 200000));
+  auto cpu = set("search", "cpu", 100000);
+  ASSERT_FALSE(cpu);
+  EXPECT_EQ(cpu.error().status, 409);
+  EXPECT_NE(cpu.error().message.find("256000"), std::string::npos) << cpu.error().message;
+  ASSERT_TRUE(set("search", "cpu", 56000));  // exactly the rest
+  // The H100 pool: 32 GPUs.
+  ASSERT_TRUE(set("ads", "gpu/H100", 8000));
+  ASSERT_TRUE(set("search", "gpu/H100", 24000));
+  auto h100 = set("search", "gpu/H100", 25000);
+  ASSERT_FALSE(h100);
+  EXPECT_EQ(h100.error().status, 409);
+  EXPECT_NE(h100.error().message.find("32000"), std::string::npos) << h100.error().message;
+  // No A100 here: any A100 floor promises what the cluster does not have.
+  auto a100 = set("ads", "gpu/A100", 1000);
+  ASSERT_FALSE(a100);
+  EXPECT_EQ(a100.error().status, 409);
+  EXPECT_NE(a100.error().message.find("the cluster has 0"), std::string::npos) << a100.error().message;
+  EXPECT_TRUE(set("ads", "gpu/A100", 0));  // lowering (or keeping) is fine
+}
+
 TEST_P(DaemonTest, WhatIfDrainsAndQuotaChangesRunOnAForkOnly) {
   for (int i = 0; i < 4; ++i) Submit(i % 2 ? kAds : kSearch, Req(8, 100, 100));
   const JobId waiting = Submit(kAds, Req(8, 100, 100));

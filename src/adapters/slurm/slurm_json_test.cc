@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "adapters/slurm/binder.h"
+#include "adapters/slurm/cluster_import.h"
 
 namespace tidal::slurm {
 namespace {
@@ -222,6 +223,52 @@ TEST(SlurmBinder, ReconcileMatchesByTidalIdNotSlurmId) {
   EXPECT_THAT(r.extra, ElementsAre(12, 15));  // the duplicate, and a live job of a tidal id it does not expect
   EXPECT_TRUE(IsLive(job(1, "", "COMPLETING")));
   EXPECT_FALSE(IsLive(job(1, "", "NODE_FAIL")));
+}
+
+// The import: the real sinfo output with a topology.conf like
+// scripts/slurm-dev.sh writes; partitions, drained nodes, GPU models.
+TEST(SlurmImport, NodesModelsDrainsAndTheSwitchTree) {
+  auto nodes = ParseSinfoJson(Fixture("sinfo-22.05.json"));
+  ASSERT_TRUE(nodes);
+  const std::string topo = "SwitchName=leaf0 Nodes=n[0-1]\nSwitchName=leaf1 Nodes=n[2-3]\nSwitchName=spine Switches=leaf[0-1]\n";
+  auto c = ImportCluster(*nodes, "tidal", "", topo);
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_EQ(c->nodes.size(), 4u);
+  EXPECT_EQ(c->nodes[0].name, "n0");
+  EXPECT_EQ(c->nodes[0].gpu_count, 8);
+  EXPECT_EQ(c->nodes[0].gpu_model, "H100");
+  EXPECT_EQ(c->nodes[0].cpu_milli, 8000);
+  EXPECT_EQ(c->nodes[0].memory_mib, 4000);
+  EXPECT_THAT(c->drained, ElementsAre("n1"));
+  ASSERT_TRUE(c->topology);
+  EXPECT_EQ(c->topology->num_hosts(), 4);
+  EXPECT_EQ(c->topology->gpus_under(c->topology->root()), 32);
+  // Without a topology file: one flat pool.
+  auto flat = ImportCluster(*nodes, "", "");
+  ASSERT_TRUE(flat);
+  EXPECT_FALSE(flat->topology);
+  // Another partition has none of them.
+  auto other = ImportCluster(*nodes, "batch", "");
+  ASSERT_FALSE(other);
+  EXPECT_THAT(other.error().message, HasSubstr("no node in partition 'batch'"));
+  // Untyped GRES need a default model; a node listed twice counts once.
+  std::vector<SlurmNode> untyped = {{.name = "a", .state = {"idle"}, .cpus = 4, .gpus = 2, .partitions = {"p"}},
+                                    {.name = "a", .state = {"idle"}, .cpus = 4, .gpus = 2, .partitions = {"p"}},
+                                    {.name = "cpu", .state = {"down"}, .cpus = 4, .partitions = {"p"}}};
+  auto refused = ImportCluster(untyped, "p", "");
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error().message, HasSubstr("node 'a' has 2 GPUs of no GRES type"));
+  auto typed = ImportCluster(untyped, "p", "A100");
+  ASSERT_TRUE(typed) << typed.error().message;
+  ASSERT_EQ(typed->nodes.size(), 2u);
+  EXPECT_EQ(typed->nodes[0].gpu_model, "A100");
+  EXPECT_EQ(typed->nodes[1].gpu_model, "");  // a CPU node has no model
+  EXPECT_THAT(typed->drained, ElementsAre("cpu"));  // down
+  // A topology naming a host Slurm does not list is refused.
+  auto stray = ImportCluster(*nodes, "tidal", "", "SwitchName=leaf0 Nodes=n[0-4]\n");
+  EXPECT_FALSE(stray);
+  EXPECT_TRUE(OutOfService({.name = "x", .state = {"idle", "not_responding"}}));
+  EXPECT_FALSE(OutOfService({.name = "x", .state = {"mixed"}}));
 }
 
 // The binder's commands and how it reads their answers, on canned output.
