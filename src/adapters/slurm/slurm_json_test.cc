@@ -169,6 +169,7 @@ TEST(SlurmJson, GpuGresStrings) {
   }
   EXPECT_FALSE(ParseGpuGres("gpu:h100:99999999"));
   EXPECT_FALSE(ParseGpuGres("gpu:-1"));
+  EXPECT_FALSE(ParseGpuGres("gpu:8:"));  // a trailing empty field is not dropped
 }
 
 // Fuzz body: byte-level mutations of the real outputs (deletions, flips,
@@ -308,6 +309,32 @@ TEST(SlurmBinder, SubmitReadsTheParsableIdAndRefusesAnythingElse) {
     EXPECT_EQ(run.calls[0],
               "sbatch --hold --parsable --job-name=tidal-3 --comment=tidal:3 --partition=p --nodes=2 --ntasks-per-node=1 --requeue "
               "--output=/o --chdir=/w --gres=gpu:h100:8 --time=2 '--wrap=sleep 1'");
+  }
+}
+
+// Numbers at their edges: a job with no nodes yet, a raw wait status as
+// the exit code (256: exit 1).
+TEST(SqueueJson, EdgeValues) {
+  auto jobs = ParseSqueueJson(R"({"jobs": [{"job_id": 3, "job_state": "PENDING", "node_count": 0, "exit_code": 256}]})");
+  ASSERT_TRUE(jobs) << jobs.error().message;
+  EXPECT_EQ((*jobs)[0].node_count, 0);
+  EXPECT_EQ((*jobs)[0].exit_code, 256);
+}
+
+TEST(SlurmBinder, GpuTypesAreNamesNotShell) {
+  for (const std::string bad : {"h100;rm", "a b", "h100$", "x/y"}) {
+    FakeRunner run;
+    SlurmBinder b(run, {});
+    auto r = b.SubmitHeld({.tidal_id = 1, .gpus_per_node = 1, .gpu_type = bad});
+    ASSERT_FALSE(r) << bad;
+    EXPECT_THAT(r.error().message, HasSubstr("not a Slurm GRES type name"));
+    EXPECT_TRUE(run.calls.empty()) << bad;
+  }
+  for (const std::string good : {"gh200_nvl", "h100-sxm", "b200.x", "A100"}) {
+    FakeRunner run;
+    run.answers = {{.exit_code = 0, .out = "4\n"}};
+    SlurmBinder b(run, {});
+    EXPECT_TRUE(b.SubmitHeld({.tidal_id = 1, .gpus_per_node = 1, .gpu_type = good})) << good;
   }
 }
 
