@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 BUILD=${TIDAL_BUILD_DIR:-build}
+# ccache keys on relative paths below the checkout, so a clone in another
+# folder (CI's) reuses what an earlier build compiled.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=${TIDAL_BUILD_TYPE:-Release} >/dev/null
 cmake --build "$BUILD" -j "$(nproc)"
 
