@@ -111,6 +111,12 @@ Status Daemon::PollSlurm() {
     auto it = by_slurm_id.find(sid);
     if (it == by_slurm_id.end()) continue;  // not listed (yet): the restart's reconciliation judges lost jobs
     const slurm::SlurmJob& j = *it->second;
+    if (j.state == "PENDING" && j.priority == 0) {
+      // Held although tidal runs it: a placement that failed (a requeue
+      // still completing when it was placed again). Place it again.
+      bind_actions_.push_back({BindAction::kPlace, id});
+      continue;
+    }
     if (slurm::IsLive(j)) continue;
     const bool ok = j.state == "COMPLETED" && j.exit_code == 0;
     inputs.push_back({.kind = "end",
@@ -131,7 +137,10 @@ Status Daemon::PollSlurm() {
       inputs.push_back({.kind = "resume", .body = {{"node", n.name}, {"from_slurm", true}}});
     }
   }
-  if (inputs.empty()) return Ok();
+  if (inputs.empty()) {
+    RunBindActions();
+    return Ok();
+  }
   auto t = RecordOps(std::move(inputs), kSlurmPrincipal, nullptr, 0, "");
   if (!t) return MakeError(ErrorCode::kIo, "recording Slurm's job ends: {}", t.error().message);
   return Ok();

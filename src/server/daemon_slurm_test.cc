@@ -190,6 +190,30 @@ TEST_F(DaemonSlurmTest, ARestartedDaemonFindsItsJobsAndTheEndsItMissed) {
   EXPECT_EQ(SlurmLive()[runs].size(), 1u);
 }
 
+// A run tidal has running that Slurm holds (a placement that failed, or an
+// admin's requeuehold) is placed again at the next poll, on the same nodes.
+TEST_F(DaemonSlurmTest, ARunSlurmHoldsIsPlacedAgain) {
+  const JobId id = Submit(8, 300);
+  ASSERT_TRUE(StepUntil("it to run in Slurm", [&] {
+    auto live = SlurmLive();
+    return live.contains(id) && live[id].front().state == "RUNNING";
+  }));
+  const int64_t sid = SlurmLive()[id].front().id;
+  const auto nodes = Nodes(Get(id));
+  ASSERT_TRUE(runner_->Run({"scontrol", "requeuehold", std::to_string(sid)}));
+  ASSERT_TRUE(StepUntil("it to run again", [&] {
+    auto live = SlurmLive();
+    return live.contains(id) && live[id].front().state == "RUNNING" && live[id].front().restarts == 1;
+  }));
+  auto live = SlurmLive();
+  EXPECT_EQ(live[id].size(), 1u);
+  EXPECT_EQ(live[id].front().id, sid);
+  std::vector<std::string> again = live[id].front().nodes;
+  std::sort(again.begin(), again.end());
+  EXPECT_EQ(again, nodes);
+  EXPECT_EQ(Get(id).state, "running");
+}
+
 // Nodes: a drain through tidal's API drains the node in Slurm; one Slurm's
 // admin drains is cordoned in tidal (no job goes there) and uncordoned when
 // Slurm resumes it.
