@@ -13,6 +13,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterTopoCommands(app);
   RegisterMarketCommands(app);
   RegisterServeCommands(app);
+  RegisterK8sCommands(app);
 #ifdef TIDAL_HAVE_ISOLATION
   RegisterCgroupCommand(app);
 #endif

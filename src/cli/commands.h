@@ -22,6 +22,8 @@ void RegisterMarketCommands(CLI::App& app);
 void RegisterCgroupCommand(CLI::App& app);
 // `tidal serve` and `tidal token` (serve_cmd.cc).
 void RegisterServeCommands(CLI::App& app);
+// `tidal k8s run` (k8s_cmd.cc).
+void RegisterK8sCommands(CLI::App& app);
 
 void SetExitCode(int code);
 int ExitCode();

@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "adapters/k8s/k8s_test_util.h"
+
 #include "adapters/k8s/extender_http.h"
 #include "plugins/registry.h"
 
@@ -19,16 +21,8 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const fs::path kFixtures = fs::path(TIDAL_SHARED_DIR) / "fixtures" / "k8s-extender";
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s;
-}
+const fs::path& kFixtures = testing::ExtenderFixtures();
+using testing::Slurp;
 
 std::string NodeJson(const std::string& name, const std::string& leaf) {
   return fmt::format(
@@ -80,12 +74,12 @@ class ExtenderTest : public ::testing::Test {
     ASSERT_TRUE(cluster->AttachTopology(imported->topology));
     auto profile = plugins::MakePolicyProfile("topo", nullptr);
     ASSERT_TRUE(profile) << profile.error().message;
-    ext_ = std::make_unique<Extender>(Scheduler(std::move(*cluster), std::move(*profile), 7), ExtenderOptions{.reservation_ttl_s = 60},
-                                      [this](const ExtenderBindingArgs& b) -> Status {
-                                        if (!bind_error_.empty()) return MakeError(ErrorCode::kIo, "{}", bind_error_);
-                                        bound_.push_back(b.pod_name + "@" + b.node);
-                                        return Ok();
-                                      });
+    core_ = std::make_unique<PodScheduler>(Scheduler(std::move(*cluster), std::move(*profile), 7), /*reservation_ttl_s=*/60);
+    ext_ = std::make_unique<Extender>(*core_, [this](const ExtenderBindingArgs& b) -> Status {
+      if (!bind_error_.empty()) return MakeError(ErrorCode::kIo, "{}", bind_error_);
+      bound_.push_back(b.pod_name + "@" + b.node);
+      return Ok();
+    });
   }
   ExtenderFilterResult Filter(const Pod& p, const std::vector<std::string>& nodes = kAll, int64_t now = 0) {
     return ext_->Filter({.pod = p.Json(), .node_names = nodes}, now);
@@ -99,8 +93,9 @@ class ExtenderTest : public ::testing::Test {
   ExtenderBindingResult Bind(const Pod& p, const std::string& node, int64_t now = 0) {
     return ext_->Bind({.pod_name = p.name, .pod_namespace = "team-a", .pod_uid = p.uid, .node = node}, now);
   }
-  int64_t FreeGpus() const { return ext_->scheduler().cluster().total_gpu_milli_free() / 1000; }
+  int64_t FreeGpus() const { return core_->scheduler().cluster().total_gpu_milli_free() / 1000; }
 
+  std::unique_ptr<PodScheduler> core_;
   std::unique_ptr<Extender> ext_;
   std::vector<std::string> bound_;
   std::string bind_error_;
@@ -128,13 +123,13 @@ TEST_F(ExtenderTest, AGangIsPlacedWholeUnderOneLeafAndEachPodGetsItsNode) {
   ASSERT_FALSE(nb.empty());
   EXPECT_NE(nb, na);
   EXPECT_EQ(Leaf(na), Leaf(nb));
-  EXPECT_EQ(ext_->num_units(), 1u);
+  EXPECT_EQ(core_->num_units(), 1u);
 
   EXPECT_EQ(Bind(a, na).error, "");
   EXPECT_EQ(Bind(b, nb).error, "");
   EXPECT_EQ(Bind(b, nb).error, "");  // a retried bind is fine, and not sent twice
   EXPECT_THAT(bound_, ElementsAre("w-0@" + na, "w-1@" + nb));
-  EXPECT_EQ(ext_->SlotOf("a"), na);
+  EXPECT_EQ(core_->SlotOf("a"), na);
 
   // A third pod of a gang of two is refused.
   auto extra = Filter(Pod{.name = "w-2", .uid = "c", .gang = "llm", .gang_size = 2});
@@ -168,10 +163,12 @@ TEST_F(ExtenderTest, TheNodeListFormPassesTheChosenNodesObject) {
   ASSERT_TRUE(r.nodes);
   ASSERT_EQ((*r.nodes)["items"].size(), 1u);
   const std::string chosen = (*r.nodes)["items"][0]["metadata"]["name"];
-  EXPECT_EQ(ext_->SlotOf("s"), chosen);
+  EXPECT_EQ(core_->SlotOf("s"), chosen);
   // The node object is passed back as it came, and the list keeps its other fields.
   for (const ojson& item : nodes["items"]) {
-    if (item["metadata"]["name"] == chosen) EXPECT_EQ((*r.nodes)["items"][0], item);
+    if (item["metadata"]["name"] == chosen) {
+      EXPECT_EQ((*r.nodes)["items"][0], item);
+    }
   }
   EXPECT_EQ((*r.nodes)["kind"], "NodeList");
   EXPECT_EQ(r.failed_nodes->size(), 3u);
@@ -185,7 +182,7 @@ TEST_F(ExtenderTest, PrioritizeScoresTheSlotNodeTopAndCpuPodsAreNotTidalsBusines
   for (const HostPriority& h : **scores) {
     if (h.score == kMaxExtenderPriority) {
       ++top;
-      EXPECT_EQ(h.host, ext_->SlotOf("s"));
+      EXPECT_EQ(h.host, core_->SlotOf("s"));
     } else {
       EXPECT_EQ(h.score, 0);
     }
@@ -195,7 +192,7 @@ TEST_F(ExtenderTest, PrioritizeScoresTheSlotNodeTopAndCpuPodsAreNotTidalsBusines
   auto r = Filter(cpu);
   EXPECT_EQ(*r.node_names, kAll);
   EXPECT_TRUE(r.failed_nodes->empty());
-  EXPECT_EQ(ext_->num_units(), 1u);
+  EXPECT_EQ(core_->num_units(), 1u);
 }
 
 TEST_F(ExtenderTest, WhatDoesNotFitFailsEveryCandidateWithTidalsReason) {
@@ -217,9 +214,9 @@ TEST_F(ExtenderTest, WhatDoesNotFitFailsEveryCandidateWithTidalsReason) {
   EXPECT_EQ(never.failed_and_unresolvable_nodes->size(), 4u);
   EXPECT_TRUE(never.failed_nodes->empty());
   // A pod that is gone gives its GPUs back.
-  ext_->Forget("u0");
-  ext_->Forget("u0");
-  ext_->Forget("never-seen");
+  core_->Forget("u0");
+  core_->Forget("u0");
+  core_->Forget("never-seen");
   EXPECT_EQ(FreeGpus(), 8);
   EXPECT_FALSE(Pass(Pod{.name = "late", .uid = "late"}).empty());
 }
@@ -231,13 +228,13 @@ TEST_F(ExtenderTest, AReservationNobodyBindsExpires) {
   // Within the TTL the gang holds the cluster; after it, the next decision frees it.
   EXPECT_TRUE(Pass(Pod{.name = "x", .uid = "x"}, kAll, 60).empty());
   EXPECT_FALSE(Pass(Pod{.name = "x", .uid = "x"}, kAll, 61).empty());
-  EXPECT_EQ(ext_->SlotOf("a"), "");
+  EXPECT_EQ(core_->SlotOf("a"), "");
   EXPECT_THAT(Bind(a, "n1").error, HasSubstr("no reservation for pod team-a/w-0 (uid a)"));
   // A bound pod's unit does not expire.
   const Pod x{.name = "x", .uid = "x"};
-  ASSERT_EQ(Bind(x, ext_->SlotOf("x"), 61).error, "");
+  ASSERT_EQ(Bind(x, core_->SlotOf("x"), 61).error, "");
   EXPECT_FALSE(Pass(Pod{.name = "y", .uid = "y"}, kAll, 10000).empty());
-  EXPECT_NE(ext_->SlotOf("x"), "");
+  EXPECT_NE(core_->SlotOf("x"), "");
 }
 
 TEST_F(ExtenderTest, AFailedBindIsReportedAndCanBeRetried) {
@@ -313,7 +310,7 @@ TEST_F(ExtenderTest, MalformedRequestsAreAnsweredWithAnError) {
   EXPECT_THAT(r.error, HasSubstr("Nodes.items[0]: a node without metadata.name"));
   EXPECT_FALSE(ext_->Prioritize({}, 0));
   EXPECT_FALSE(ext_->Preempt({}, 0));
-  EXPECT_EQ(ext_->num_units(), 0u);
+  EXPECT_EQ(core_->num_units(), 0u);
 
   // Over the HTTP dispatch: a body that does not parse is a 400 naming the field.
   auto reply = HandleExtender(*ext_, "filter", R"({"Pod":7})", 0);
@@ -324,6 +321,61 @@ TEST_F(ExtenderTest, MalformedRequestsAreAnsweredWithAnError) {
   EXPECT_EQ(HandleExtender(*ext_, "prioritize", R"({"NodeNames":[1]})", 0).status, 400);
   EXPECT_EQ(HandleExtender(*ext_, "prioritize", R"({})", 0).status, 400);
   EXPECT_EQ(HandleExtender(*ext_, "schedule", "{}", 0).status, 404);
+}
+
+// What the API server says is bound is the truth: tidal marks its slots,
+// adopts GPU pods it did not place, and moves a pod someone bound elsewhere.
+TEST_F(ExtenderTest, TheApiServersBindingsAreTheTruth) {
+  auto info = [](const Pod& p) { return *ReadPod(p.Json()); };
+  const Pod stranger{.name = "stranger", .uid = "st"};
+  ASSERT_TRUE(core_->MarkBound(info(stranger), "n2", 5));
+  EXPECT_EQ(core_->SlotOf("st"), "n2");
+  EXPECT_TRUE(core_->IsBound("st"));
+  EXPECT_EQ(FreeGpus(), 24);
+  EXPECT_TRUE(core_->MarkBound(info(stranger), "n2", 6));  // the same news twice changes nothing
+  EXPECT_EQ(FreeGpus(), 24);
+  // No room on n2 in tidal's view: refused, and nothing changes.
+  auto full = core_->MarkBound(info(Pod{.name = "x", .uid = "x"}), "n2", 7);
+  ASSERT_FALSE(full);
+  EXPECT_THAT(full.error().message, HasSubstr("pod team-a/x runs on n2, where tidal sees no room for it"));
+  EXPECT_EQ(core_->SlotOf("x"), "");
+  auto unknown = core_->MarkBound(info(Pod{.name = "y", .uid = "y"}), "n9", 7);
+  ASSERT_FALSE(unknown);
+  EXPECT_THAT(unknown.error().message, HasSubstr("bound to node 'n9', which tidal does not know"));
+  EXPECT_TRUE(core_->MarkBound(info(Pod{.name = "web", .uid = "w", .gpus = 0}), "n9", 7));  // not a GPU pod: not tidal's
+
+  // A pod tidal placed but someone bound elsewhere moves to where it runs.
+  const Pod p{.name = "p", .uid = "p"};
+  const std::string held = Pass(p);
+  ASSERT_FALSE(held.empty());
+  const std::string other = held == "n4" ? "n3" : "n4";
+  ASSERT_TRUE(core_->MarkBound(info(p), other, 8));
+  EXPECT_EQ(core_->SlotOf("p"), other);
+  EXPECT_EQ(FreeGpus(), 16);
+
+  // A gang pod reported bound on a node where its unit has a free slot takes that slot.
+  const Pod a{.name = "g-0", .uid = "ga", .gang = "g", .gang_size = 2};
+  const Pod b{.name = "g-1", .uid = "gb", .gang = "g", .gang_size = 2};
+  const std::string na = Pass(a, kAll, 9);
+  ASSERT_FALSE(na.empty());
+  EXPECT_EQ(FreeGpus(), 0);
+  ASSERT_TRUE(core_->MarkBound(info(a), na, 9));
+  std::string nb;
+  for (const std::string& n : kAll) {
+    if (n != na && n != other && n != "n2") nb = n;
+  }
+  ASSERT_TRUE(core_->MarkBound(info(b), nb, 9));
+  EXPECT_EQ(core_->SlotOf("gb"), nb);
+  EXPECT_TRUE(core_->IsBound("gb"));
+  EXPECT_EQ(FreeGpus(), 0);
+  // Cordons by name.
+  EXPECT_TRUE(core_->Cordon("n1"));
+  EXPECT_TRUE(core_->Cordon("n1"));
+  EXPECT_TRUE(core_->scheduler().cluster().cordoned(*core_->scheduler().cluster().FindNode("n1")));
+  EXPECT_TRUE(core_->Uncordon("n1"));
+  EXPECT_TRUE(core_->Uncordon("n1"));
+  EXPECT_FALSE(core_->Cordon("n9"));
+  EXPECT_FALSE(core_->Uncordon("n9"));
 }
 
 // The simulator's captured answers are what tidal answers for a pod that
@@ -342,7 +394,8 @@ TEST(ExtenderFixtures, TidalAnswersTheSimulatorsRequestsByteForByte) {
     ASSERT_TRUE(cluster);
     auto profile = plugins::MakePolicyProfile("topo", nullptr);
     ASSERT_TRUE(profile);
-    Extender ext(Scheduler(std::move(*cluster), std::move(*profile), 1), {}, [](const ExtenderBindingArgs&) { return Ok(); });
+    PodScheduler core(Scheduler(std::move(*cluster), std::move(*profile), 1), 60);
+    Extender ext(core, [](const ExtenderBindingArgs&) { return Ok(); });
     const ojson pod = Pod{.name = "pod-1", .uid = "uid-1", .gpus = 0}.Json();
     // The request kube-scheduler sends (nodeCacheCapable: false), over the HTTP dispatch.
     const std::string request = Encode(ExtenderArgs{.pod = pod, .nodes = *captured->nodes});

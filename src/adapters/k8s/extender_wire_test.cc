@@ -13,6 +13,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "adapters/k8s/k8s_test_util.h"
+
 #include "common/rng.h"
 
 namespace tidal::k8s {
@@ -21,16 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-const fs::path kFixtures = fs::path(TIDAL_SHARED_DIR) / "fixtures" / "k8s-extender";
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s;
-}
+const fs::path& kFixtures = testing::ExtenderFixtures();
+using testing::Slurp;
 
 // Parses `body` as the type its file name says and encodes it again.
 Result<std::string> RoundTrip(const std::string& file, std::string_view body) {

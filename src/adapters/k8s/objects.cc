@@ -178,7 +178,7 @@ Result<int64_t> ParseQuantity(std::string_view text, int64_t scale) {
   if (mantissa == 0) return int64_t{0};
   const long double approx = static_cast<long double>(mantissa) * std::pow(10.0L, e10) * std::pow(2.0L, e2);
   if (approx > static_cast<long double>(kMaxQuantity)) return BadQuantity(text, "too large");
-  using u128 = unsigned __int128;
+  __extension__ typedef unsigned __int128 u128;
   u128 num = mantissa, den = 1;
   if (e10 >= 0) {
     for (int k = 0; k < e10; ++k) num *= 10;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "adapters/k8s/extender_wire.h"
+#include "adapters/k8s/k8s_test_util.h"
 
 namespace tidal::k8s {
 namespace {
@@ -177,11 +178,9 @@ TEST(ImportNodes, ANodeListBecomesTidalsCluster) {
 }
 
 TEST(ImportNodes, ReadsTheNodesOfARealFilterRequest) {
-  std::ifstream in(std::filesystem::path(TIDAL_SHARED_DIR) / "fixtures/k8s-extender/simulator-2024-filter-result-nodecache-false.json");
-  if (!in) GTEST_SKIP() << "no fixtures";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto r = ParseExtenderFilterResult(ss.str());
+  const auto file = testing::ExtenderFixtures() / "simulator-2024-filter-result-nodecache-false.json";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "no fixtures";
+  auto r = ParseExtenderFilterResult(testing::Slurp(file));
   ASSERT_TRUE(r);
   auto c = ImportNodes(*r->nodes, "simulator");
   ASSERT_TRUE(c) << c.error().message;
