@@ -1,5 +1,6 @@
-// `tidal topo show FILE [--format F] [--json]` and
-// `tidal topo export FILE --to slurm-conf|slurm-yaml|kueue|kai|volcano|tidal-yaml [--format F]`.
+// `tidal topo show FILE [--format F] [--json]`,
+// `tidal topo export FILE --to slurm-conf|slurm-yaml|kueue|kai|volcano|tidal-yaml [--format F]` and
+// `tidal topo nvml [--lib PATH]` (this node's GPUs through NVML, as JSON).
 // Bad or partial input: the reader's message (file, line, problem) on stderr
 // and exit status 2.
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "common/csv.h"
+#include "nvml/nvml.h"
 #include "topology/formats.h"
 
 namespace tidal::cli {
@@ -167,6 +169,35 @@ int RunExport(const TopoArgs& a) {
   return 0;
 }
 
+// This node's GPUs read through NVML: the inventory, the `topo -m` matrix
+// and the host layout tidal derives from it (the one the nvidia-smi reader
+// derives from that matrix).
+int RunNvml(const std::string& lib_path) {
+  auto lib = nvml::Library::Open(lib_path);
+  if (!lib) return Fail("nvml", lib.error(), kBadInput);
+  auto node = (*lib)->Read();
+  if (!node) return Fail("nvml", node.error(), 1);
+  nlohmann::ordered_json out = nvml::ToJson(*node);
+  const topo::nvsmi::Matrix m = nvml::ToMatrix(*node);
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (int a = 0; a < m.gpus; ++a) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::array();
+    for (int b = 0; b < m.gpus; ++b) row.push_back(topo::nvsmi::CellName(m.At(a, b)));
+    rows.push_back(std::move(row));
+  }
+  out["matrix"] = std::move(rows);
+  std::vector<std::string> notes;
+  const topo::HostLayout L = topo::nvsmi::LayoutFromMatrix(m, "nvml", notes);
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+  for (const auto& g : L.groups) {
+    groups.push_back({{"level", topo::LevelName(g.level)}, {"name", g.name}, {"gpus", g.gpus}, {"nvlink", g.nvlink}, {"gbps", g.link.gbps}});
+  }
+  out["layout"] = {{"gpus", L.gpus}, {"nvlink", L.nvlink}, {"gbps", L.link.gbps}, {"groups", std::move(groups)}};
+  for (const std::string& n : notes) out["notes"].push_back(n);
+  fmt::print("{}\n", out.dump(2));
+  return 0;
+}
+
 }  // namespace
 
 void RegisterTopoCommands(CLI::App& app) {
@@ -184,6 +215,10 @@ void RegisterTopoCommands(CLI::App& app) {
   exp->add_option("--to", args->to, "slurm-conf, slurm-yaml, kueue, kai, volcano or tidal-yaml")->required();
   exp->add_option("--format", args->format, formats)->capture_default_str();
   exp->callback([args] { SetExitCode(RunExport(*args)); });
+  auto lib = std::make_shared<std::string>("libnvidia-ml.so.1");
+  auto* nv = topo->add_subcommand("nvml", "This node's GPUs through NVML as JSON: devices, MIG, NVLinks, the topo -m matrix, the layout (exit 2 without NVML)");
+  nv->add_option("--lib", *lib, "the NVML library to load")->capture_default_str();
+  nv->callback([lib] { SetExitCode(RunNvml(*lib)); });
 }
 
 }  // namespace tidal::cli
