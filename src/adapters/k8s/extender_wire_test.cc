@@ -144,6 +144,13 @@ TEST(ExtenderWire, NilIsNullAndMapsAreSorted) {
   (*pr.node_name_to_meta_victims)["n1"] = std::nullopt;
   EXPECT_EQ(Encode(pr), R"({"NodeNameToMetaVictims":{"n1":null,"n2":{"Pods":null,"NumPDBViolations":0}}})");
   EXPECT_EQ(Encode(ExtenderPreemptionArgs{}), R"({"Pod":null,"NodeNameToVictims":null,"NodeNameToMetaVictims":null})");
+  // Several victims per node, in their order.
+  const std::string two = R"({"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"a"},{"UID":"b"}],"NumPDBViolations":2}}})";
+  auto parsed = ParseExtenderPreemptionResult(two);
+  ASSERT_TRUE(parsed);
+  ASSERT_EQ(parsed->node_name_to_meta_victims->at("n")->pods->size(), 2u);
+  EXPECT_EQ(parsed->node_name_to_meta_victims->at("n")->pods->at(1).uid, "b");
+  EXPECT_EQ(Encode(*parsed), two);
 }
 
 TEST(GoJson, EscapesStringsAsGoDoes) {

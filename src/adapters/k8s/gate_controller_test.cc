@@ -242,6 +242,7 @@ TEST_F(GateControllerTest, RefusalsAreRecordedAndRetriedAndBadPodsStayGated) {
   ASSERT_EQ(gc_->problems().size(), 1u);
   EXPECT_THAT(gc_->problems().front(), HasSubstr("(HTTP 409)"));
   EXPECT_EQ(NodeOf("a").empty() + NodeOf("a2").empty(), 1);
+  EXPECT_EQ(gc_->num_gated(), 1u);  // the refused one waits for its next pass
 
   json bad = GatedPod("bad", 8);
   bad["metadata"]["labels"]["tidal.io/qos"] = "gold";
