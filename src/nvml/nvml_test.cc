@@ -7,6 +7,7 @@
 // gives for the file.
 #include "nvml/nvml.h"
 
+#include <dlfcn.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -195,6 +196,7 @@ TEST_F(NvmlTest, ReadsDevicesMemoryUtilisationMigAndLinks) {
   EXPECT_EQ(r->ancestor[0][1], 30);
   EXPECT_THAT(r->notes, ::testing::Contains(HasSubstr("nvmlDeviceGetUtilizationRates is not supported here")));
   EXPECT_THAT(r->notes, ::testing::Contains(HasSubstr("nvmlDeviceGetNvLinkState is not supported here")));
+  EXPECT_THAT(r->notes, ::testing::Not(::testing::Contains(HasSubstr("no nvmlDeviceGetNumaNodeId"))));
   // GPU 0's links reach a switch (not GPU 1), GPU 1 has none: PCIe host bridge between them.
   const auto m = ToMatrix(*r);
   EXPECT_EQ(m.At(0, 1), (topo::nvsmi::Cell{Path::kPhb, 0}));
@@ -204,6 +206,51 @@ TEST_F(NvmlTest, ReadsDevicesMemoryUtilisationMigAndLinks) {
   EXPECT_EQ(j["gpus"][0]["mig"]["devices"][1]["uuid"], "MIG-1a2b3c4d-0000");
   EXPECT_TRUE(j["gpus"][0]["util_gpu_pct"].is_null());
   EXPECT_EQ(j["gpus"][1]["util_gpu_pct"], 97);
+}
+
+// NVLinks are matched to GPUs by PCI bus id whatever the width of its
+// domain; a link to anything else (an NVSwitch) joins the switch fabric.
+// Each pair's PCIe path is asked once; a board-internal path is PIX.
+TEST_F(NvmlTest, LinksFindTheirPeersAcrossDomainsAndEachPairIsAskedOnce) {
+  auto gpu = [](const std::string& bus, json links) {
+    return json{{"name", "g"}, {"uuid", "GPU-" + bus}, {"bus_id", bus}, {"memory_total", 1ULL << 34}, {"util", {0, 0}}, {"numa", 0}, {"nvlink", links}};
+  };
+  const json to1 = {{{"active", true}, {"remote", "000A:07:00.0"}}, {{"active", true}, {"remote", "0000000a:07:00.0"}}};
+  const json to0 = {{{"active", true}, {"remote", "00000009:07:00.0"}}, {{"active", true}, {"remote", "0009:07:00.0"}}};
+  const json sw = {{{"active", true}, {"remote", "00000000:E0:00.0"}}, {{"active", true}, {"remote", "00000000:E1:00.0"}}};
+  Use({{"gpus", {gpu("00000009:07:00.0", to1), gpu("0000000A:07:00.0", to0), gpu("00000000:07:00.0", sw), gpu("00000000:08:00.0", json::array())}},
+       {"ancestor", {{0, 0, 50, 50}, {0, 0, 50, 50}, {50, 50, 0, 10}, {50, 50, 10, 0}}}});
+  auto lib = Library::Open(TIDAL_FAKE_NVML_LIB);
+  ASSERT_TRUE(lib);
+  auto r = (*lib)->Read();
+  ASSERT_TRUE(r) << r.error().message;
+  const auto m = ToMatrix(*r);
+  EXPECT_EQ(m.At(0, 1), (topo::nvsmi::Cell{Path::kNv, 2}));  // a bridge, found across domain spellings
+  EXPECT_EQ(m.At(1, 0), (topo::nvsmi::Cell{Path::kNv, 2}));
+  EXPECT_EQ(m.At(0, 2), (topo::nvsmi::Cell{Path::kSys, 0}));  // GPU 2's links go to a switch GPU 0 is not on
+  EXPECT_EQ(m.At(2, 3), (topo::nvsmi::Cell{Path::kPix, 0}));
+  void* h = dlopen(TIDAL_FAKE_NVML_LIB, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(h, nullptr);
+  auto calls = reinterpret_cast<unsigned (*)()>(dlsym(h, "tidal_fake_nvml_ancestor_calls"));
+  ASSERT_NE(calls, nullptr);
+  EXPECT_EQ(calls(), 6u);  // 4 GPUs: each of the 6 pairs once
+  dlclose(h);
+  // Two GPUs on one board (K80-style): the path is internal, PIX.
+  Use({{"gpus", {gpu("00000000:05:00.0", json::array()), gpu("00000000:06:00.0", json::array())}}, {"ancestor", {{0, 0}, {0, 0}}}});
+  auto board = Read();
+  ASSERT_TRUE(board);
+  EXPECT_EQ(ToMatrix(*board).At(0, 1), (topo::nvsmi::Cell{Path::kPix, 0}));
+}
+
+// An NVML before 12 has no NUMA node ids: the GPUs have none, and a note says why.
+TEST_F(NvmlTest, AnOldNvmlWithoutNumaIdsIsReadWithANote) {
+  Use({{"gpus", {{{"name", "g"}, {"uuid", "u"}, {"memory_total", 1ULL << 34}, {"numa", 0}}}}});
+  auto lib = Library::Open(TIDAL_FAKE_NVML_OLD_LIB);
+  ASSERT_TRUE(lib) << lib.error().message;
+  auto r = (*lib)->Read();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->gpus[0].numa_node.has_value());
+  EXPECT_THAT(r->notes, ::testing::Contains(HasSubstr("this NVML has no nvmlDeviceGetNumaNodeId (NVML < 12)")));
 }
 
 TEST_F(NvmlTest, NoDriverIsAClearErrorNamingTheDcgmPath) {
