@@ -240,8 +240,11 @@ TEST_F(DaemonSlurmTest, DrainsGoBothWays) {
     return false;
   };
   ASSERT_TRUE(StepUntil("tidal to cordon n3", [&] { return drained("n3"); }));
-  for (const NodeView& v : d_->snapshot()->node_views)
-    if (v.name == "n3") EXPECT_EQ(v.drain_reason, "slurm: psu");
+  for (const NodeView& v : d_->snapshot()->node_views) {
+    if (v.name == "n3") {
+      EXPECT_EQ(v.drain_reason, "slurm: psu");
+    }
+  }
   // Two 8-GPU jobs: n1 and n3 are out, so they go to n0 and n2.
   const JobId a = Submit(8, 300), c = Submit(8, 300);
   ASSERT_TRUE(StepUntil("both to run", [&] { return Get(a).state == "running" && Get(c).state == "running"; }));
