@@ -127,6 +127,7 @@ SchedulerType=sched/backfill
 SlurmdParameters=config_overrides
 MinJobAge=3600
 KillWait=2
+JobSubmitPlugins=lua
 EOF
   for ((n = 0; n < nodes; ++n)); do
     echo "NodeName=n$n NodeHostname=localhost Port=$((base + 2 + n)) CPUs=8 RealMemory=4000 Gres=gpu:h100:$gpus State=UNKNOWN"
@@ -134,6 +135,8 @@ EOF
   echo "PartitionName=tidal Nodes=n[0-$last] Default=YES MaxTime=INFINITE State=UP"
 } >"$dir/etc/slurm.conf"
 echo "NodeName=n[0-$last] Name=gpu Type=h100 File=$dir/dev/nvidia[0-$((gpus - 1))]" >"$dir/etc/gres.conf"
+# Users' own sbatch jobs in partition tidal are held for tidal to adopt.
+cp "$(dirname "$0")/../data/slurm/job_submit.lua" "$dir/etc/job_submit.lua"
 {
   leaves=()
   for ((n = 0; n < nodes; n += 2)); do

@@ -197,6 +197,8 @@ class Daemon {
   void QueueBindActions(const QueuePass& pass, const std::vector<JobId>& cancelled);
   void RunBindActions();
   Status PollSlurm();
+  // Users' own sbatch jobs held in tidal's partition become tidal jobs.
+  void AdoptSlurmJobs();
   Status ReconcileSlurm();
   Result<int64_t> SubmitAndPlace(JobId id);
   // Runs the batches strictly before t (bound: inclusive when `inclusive`).

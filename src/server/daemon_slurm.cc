@@ -2,8 +2,11 @@
 // decides; each started job becomes a held Slurm batch job pinned to the
 // nodes tidal chose and released, each preemption a requeue-hold, each
 // cancel an scancel; Slurm's report of a job's end comes back as a recorded
-// input ("end") so that a restart replays it like any other.
+// input ("end") so that a restart replays it like any other. Users' own
+// sbatch jobs, held in tidal's partition by data/slurm/job_submit.lua, are
+// adopted: each becomes a tidal job, and that Slurm job is the one placed.
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include <fmt/format.h>
@@ -97,17 +100,77 @@ void Daemon::RunBindActions() {
   }
 }
 
+// A held job in tidal's partition that tidal did not submit is a user's
+// sbatch: submitted to tidal as a job of its account's tenant (its user's
+// where it has no account) asking its nodes x GRES GPUs for its time limit,
+// under the idempotency key slurm:<id>:<submit time> (a retry after a crash
+// finds the same tidal job). Its comment then carries the tidal id, so
+// placing it pins and releases this very job and a restart finds it again;
+// one tidal refuses gets the reason as its comment and is left alone.
+void Daemon::AdoptSlurmJobs() {
+  auto held = binder_->Adoptable();
+  if (!held) {
+    spdlog::warn("serve: reading Slurm's held jobs failed: {}", held.error().message);
+    return;
+  }
+  for (const slurm::SlurmJob& j : *held) {
+    SubmitRequest r;
+    r.name = j.name.empty() ? fmt::format("slurm-{}", j.id) : j.name;
+    r.tenant = !j.account.empty() ? j.account : j.user;
+    auto gres = slurm::ParseGpuGres(slurm::GresOfTres(j.tres_per_node));
+    const int32_t nodes = std::max<int32_t>(j.node_count, 1);
+    std::string refused;
+    if (!gres) {
+      refused = gres.error().message;
+    } else if (gres->first <= 0) {
+      refused = "it asks no GPU (--gres=gpu:N per node)";
+    } else {
+      r.gpus = gres->first * nodes;
+      if (!gres->second.empty()) {
+        std::string model = gres->second;
+        for (char& c : model) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        r.gpu_model = {model};
+      }
+      r.single_node = nodes == 1;
+      r.estimated_runtime_s = j.time_limit_min > 0 ? std::min<int64_t>(j.time_limit_min * 60, kMaxRuntimeS) : kMaxRuntimeS;
+      r.idempotency_key = fmt::format("slurm:{}:{}", j.id, j.submit_time);
+      auto s = Submit(r, kSlurmPrincipal, Audit{.method = "SLURM", .path = fmt::format("sbatch/{}", j.id)});
+      if (s) {
+        slurm_id_[s->job.id] = j.id;
+        if (Status c = binder_->SetComment(j.id, fmt::format("tidal:{}", s->job.id)); !c) {
+          spdlog::warn("serve: Slurm job {} is tidal job {}, but its comment could not say so: {}", j.id, s->job.id, c.error().message);
+        }
+        spdlog::info("serve: adopted Slurm job {} ({} GPUs on {} node(s)) as tidal job {}", j.id, r.gpus, nodes, s->job.id);
+        continue;
+      }
+      refused = s.error().message;
+    }
+    spdlog::warn("serve: Slurm job {} is not adopted: {}", j.id, refused);
+    if (Status c = binder_->SetComment(j.id, "tidal refused: " + refused); !c) {
+      spdlog::warn("serve: cannot mark Slurm job {} refused: {}", j.id, c.error().message);
+    }
+  }
+}
+
 // Jobs tidal runs whose Slurm job ended end here too, and nodes Slurm took
 // out of service (drained, down, not responding) or gave back are cordoned
 // or uncordoned: in one recorded batch.
 Status Daemon::PollSlurm() {
+  AdoptSlurmJobs();
   TIDAL_ASSIGN_OR_RETURN(std::vector<slurm::SlurmJob> jobs, binder_->Jobs());
   TIDAL_ASSIGN_OR_RETURN(std::vector<slurm::SlurmNode> nodes, binder_->Nodes());
   std::map<int64_t, const slurm::SlurmJob*> by_slurm_id;
   for (const slurm::SlurmJob& j : jobs) by_slurm_id[j.id] = &j;
   std::vector<OpInput> inputs;
+  std::vector<JobId> withdrawn;
   for (const auto& [id, sid] : slurm_id_) {
-    if (!replay_->running(id)) continue;
+    if (!replay_->running(id)) {
+      // An adopted job still queued in tidal whose Slurm job the user
+      // cancelled (or Slurm ended): it is withdrawn from tidal too.
+      auto it = by_slurm_id.find(sid);
+      if (it != by_slurm_id.end() && replay_->live().contains(id) && !slurm::IsLive(*it->second)) withdrawn.push_back(id);
+      continue;
+    }
     auto it = by_slurm_id.find(sid);
     if (it == by_slurm_id.end()) continue;  // not listed (yet): the restart's reconciliation judges lost jobs
     const slurm::SlurmJob& j = *it->second;
@@ -137,6 +200,10 @@ Status Daemon::PollSlurm() {
       inputs.push_back({.kind = "resume", .body = {{"node", n.name}, {"from_slurm", true}}});
     }
   }
+  for (JobId id : withdrawn) {
+    auto c = Cancel(id, kSlurmPrincipal, Audit{.method = "SLURM", .path = fmt::format("scancel/{}", slurm_id_.at(id))});
+    if (!c) spdlog::warn("serve: withdrawing tidal job {} (its Slurm job ended while queued) failed: {}", id, c.error().message);
+  }
   if (inputs.empty()) {
     RunBindActions();
     return Ok();
@@ -157,7 +224,15 @@ Status Daemon::ReconcileSlurm() {
   for (const auto& [id, job] : replay_->live())
     if (replay_->running(id)) running.insert(id);
   const slurm::Reconciliation r = slurm::ReconcileJobs(running, jobs);
+  // An adopted job still queued in tidal is held in Slurm waiting for its
+  // turn: not an extra to cancel.
+  std::set<int64_t> waiting;
+  for (const slurm::SlurmJob& j : jobs) {
+    const auto tid = slurm::SlurmBinder::TidalId(j);
+    if (tid && replay_->live().contains(*tid) && !replay_->running(*tid) && j.state == "PENDING" && j.priority == 0) waiting.insert(j.id);
+  }
   for (int64_t sid : r.extra) {
+    if (waiting.contains(sid)) continue;
     if (Status s = binder_->Cancel(sid); !s) spdlog::warn("serve: cancelling Slurm job {} failed: {}", sid, s.error().message);
   }
   std::vector<OpInput> ends;
@@ -176,6 +251,10 @@ Status Daemon::ReconcileSlurm() {
                              {"slurm_id", j.id}}});
   }
   for (int64_t id : r.lost) bind_actions_.push_back({BindAction::kPlace, id});
+  // Adopted jobs still queued in tidal: their Slurm job is the one to place.
+  for (const slurm::SlurmJob& j : jobs) {
+    if (waiting.contains(j.id)) slurm_id_[*slurm::SlurmBinder::TidalId(j)] = j.id;
+  }
   spdlog::info("serve: Slurm reconciliation: {} running jobs found, {} ended while tidal was down, {} lost and bound again, "
                "{} cancelled",
                r.found.size() - ends.size(), ends.size(), r.lost.size(), r.extra.size());

@@ -16,6 +16,8 @@
 #include <map>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "server/daemon.h"
 #include "store/store_testing.h"
 
@@ -212,6 +214,114 @@ TEST_F(DaemonSlurmTest, ARunSlurmHoldsIsPlacedAgain) {
   std::sort(again.begin(), again.end());
   EXPECT_EQ(again, nodes);
   EXPECT_EQ(Get(id).state, "running");
+}
+
+// A user's own sbatch in tidal's partition: job_submit.lua holds it, tidal
+// adopts it (its account is the tenant, nodes x GRES its GPUs), places it
+// with its own scheduler (one leaf for two hosts) and releases that very
+// Slurm job, which runs the user's script; its end is Slurm's. A user's job
+// cancelled while it waits in tidal's queue leaves tidal's queue too.
+TEST_F(DaemonSlurmTest, AUsersOwnSbatchIsHeldAdoptedAndRunWhereTidalChose) {
+  const std::string log = (dir_ / "out" / "user-%j.out").string();
+  auto out = runner_->Run({"sbatch", "--parsable", "-p", "tidal", "-N", "2", "--gres=gpu:h100:8", "-t", "5", "-A", "team-a", "-J",
+                           "users-job", "-o", log, "--wrap", "hostname; sleep 2"});
+  ASSERT_TRUE(out && out->exit_code == 0) << (out ? out->err : out.error().message);
+  const int64_t sid = std::stoll(out->out);
+  JobId id = 0;
+  auto adopted = [&](int64_t slurm_id, JobId* tidal_id) {
+    for (const auto& [tid, js] : SlurmLive()) {
+      for (const slurm::SlurmJob& j : js) {
+        if (j.id == slurm_id) {
+          *tidal_id = tid;
+          return true;
+        }
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(StepUntil("tidal to adopt the user's job", [&] { return adopted(sid, &id); }));
+  JobView v = Get(id);
+  EXPECT_EQ(v.name, "users-job");
+  EXPECT_EQ(v.tenant, "team-a");
+  ASSERT_TRUE(StepUntil("it to run in Slurm on tidal's nodes", [&] {
+    auto live = SlurmLive();
+    return live.contains(id) && live[id].front().state == "RUNNING";
+  }));
+  auto live = SlurmLive();
+  EXPECT_EQ(live[id].size(), 1u);
+  EXPECT_EQ(live[id].front().id, sid);  // the user's job itself, not a copy
+  std::vector<std::string> nodes = live[id].front().nodes;
+  std::sort(nodes.begin(), nodes.end());
+  EXPECT_EQ(nodes, Nodes(Get(id)));
+  EXPECT_TRUE(nodes == (std::vector<std::string>{"n0", "n1"}) || nodes == (std::vector<std::string>{"n2", "n3"})) << nodes[0];
+  ASSERT_TRUE(StepUntil("its end from Slurm", [&] { return Get(id).state == "succeeded"; }));
+  std::ifstream printed(dir_ / "out" / fmt::format("user-{}.out", sid));
+  std::string host;
+  EXPECT_TRUE(std::getline(printed, host)) << "the user's script did not run";
+
+  // All 32 GPUs while an API job holds 8: adopted, it waits in tidal's queue;
+  // the user cancels it in Slurm and tidal withdraws it.
+  const JobId blocker = Submit(8, 300);
+  ASSERT_TRUE(StepUntil("the blocker to run", [&] { return Get(blocker).state == "running"; }));
+  out = runner_->Run({"sbatch", "--parsable", "-p", "tidal", "-N", "4", "--gres=gpu:8", "-t", "5", "-o", log, "--wrap", "sleep 1"});
+  ASSERT_TRUE(out && out->exit_code == 0);
+  const int64_t big = std::stoll(out->out);
+  JobView w;
+  ASSERT_TRUE(StepUntil("tidal to queue it", [&] {
+    JobId bid = 0;
+    if (!adopted(big, &bid)) return false;
+    w = Get(bid);
+    return w.state == "pending";
+  }));
+  EXPECT_EQ(w.tenant, "root");  // no account: the user
+  ASSERT_TRUE(runner_->Run({"scancel", std::to_string(big)}));
+  ASSERT_TRUE(StepUntil("tidal to withdraw it", [&] { return Get(w.id).state == "cancelled"; }));
+  EXPECT_EQ(Get(blocker).state, "running");
+}
+
+// A restarted daemon finds an adopted job still in its queue and places
+// that Slurm job, not a new one, when its turn comes.
+TEST_F(DaemonSlurmTest, AnAdoptedJobQueuedAcrossARestartRunsAsTheUsersJob) {
+  const JobId blocker = Submit(8, 300);
+  ASSERT_TRUE(StepUntil("the blocker to run", [&] { return Get(blocker).state == "running"; }));
+  auto out = runner_->Run({"sbatch", "--parsable", "-p", "tidal", "-N", "4", "--gres=gpu:8", "-t", "5", "-o",
+                           (dir_ / "out" / "queued-%j.out").string(), "--wrap", "sleep 1"});
+  ASSERT_TRUE(out && out->exit_code == 0);
+  const int64_t sid = std::stoll(out->out);
+  JobId id = 0;
+  ASSERT_TRUE(StepUntil("tidal to queue it", [&] {
+    for (const auto& [tid, js] : SlurmLive()) {
+      if (js.front().id == sid) id = tid;
+    }
+    return id != 0 && Get(id).state == "pending";
+  }));
+  Open();  // tidal restarts
+  ASSERT_TRUE(d_->Cancel(blocker, kAdmin, kAudit));
+  ASSERT_TRUE(StepUntil("the adopted job to run", [&] {
+    auto live = SlurmLive();
+    return live.contains(id) && live[id].front().state == "RUNNING";
+  })) << "tidal: " << Get(id).state << ", blocker " << Get(blocker).state << ", Slurm: "
+      << (SlurmLive().contains(id) ? SlurmLive()[id].front().state + " " + SlurmLive()[id].front().reason + " prio " + std::to_string(SlurmLive()[id].front().priority) : "-");
+  auto live = SlurmLive();
+  EXPECT_EQ(live[id].size(), 1u);
+  EXPECT_EQ(live[id].front().id, sid);
+  ASSERT_TRUE(StepUntil("its end", [&] { return Get(id).state == "succeeded"; }));
+}
+
+// A user's job tidal cannot take (no GPUs asked) is left held, and its
+// comment says why.
+TEST_F(DaemonSlurmTest, AUsersJobTidalRefusesSaysWhyInItsComment) {
+  auto out = runner_->Run({"sbatch", "--parsable", "-p", "tidal", "-N", "1", "-t", "5", "-o", (dir_ / "out" / "refused-%j.out").string(),
+                           "--wrap", "sleep 1"});
+  ASSERT_TRUE(out && out->exit_code == 0);
+  const std::string sid = out->out.substr(0, out->out.find('\n'));
+  ASSERT_TRUE(StepUntil("tidal to refuse it", [&] {
+    auto c = runner_->Run({"squeue", "-h", "-j", sid, "-o", "%k %Q"});
+    return c && c->out.find("tidal refused: it asks no GPU") != std::string::npos;
+  }));
+  auto c = runner_->Run({"squeue", "-h", "-j", sid, "-o", "%T %Q"});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->out.substr(0, c->out.find('\n')), "PENDING 0");
 }
 
 // Nodes: a drain through tidal's API drains the node in Slurm; one Slurm's

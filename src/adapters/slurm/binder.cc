@@ -117,6 +117,23 @@ Result<std::vector<SlurmJob>> SlurmBinder::Jobs() {
   return mine;
 }
 
+Result<std::vector<SlurmJob>> SlurmBinder::Adoptable() {
+  TIDAL_ASSIGN_OR_RETURN(CommandOutput out, Must({"squeue", "--json", "--all"}));
+  TIDAL_ASSIGN_OR_RETURN(std::vector<SlurmJob> all, ParseSqueueJson(out.out));
+  std::vector<SlurmJob> held;
+  for (SlurmJob& j : all) {
+    if (j.partition == options_.partition && j.state == "PENDING" && j.priority == 0 && j.comment.rfind("tidal", 0) != 0) {
+      held.push_back(std::move(j));
+    }
+  }
+  return held;
+}
+
+Status SlurmBinder::SetComment(int64_t slurm_id, const std::string& comment) {
+  TIDAL_RETURN_IF_ERROR(Must({"scontrol", "update", fmt::format("JobId={}", slurm_id), "Comment=" + comment}));
+  return Ok();
+}
+
 Result<std::vector<SlurmNode>> SlurmBinder::Nodes() {
   TIDAL_ASSIGN_OR_RETURN(CommandOutput out, Must({"sinfo", "--json"}));
   return ParseSinfoJson(out.out);

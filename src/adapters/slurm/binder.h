@@ -63,6 +63,13 @@ class SlurmBinder {
   Status ResumeNode(const std::string& node);
   // tidal's jobs as Slurm knows them (every state Slurm still reports).
   Result<std::vector<SlurmJob>> Jobs();
+  // Users' own jobs waiting for tidal: pending in tidal's partition, held
+  // (priority 0, as data/slurm/job_submit.lua holds them) and not tidal's
+  // (no comment starting "tidal").
+  Result<std::vector<SlurmJob>> Adoptable();
+  // Sets a job's comment (`scontrol update JobId=.. Comment=..`): how an
+  // adopted job carries its tidal id, or why tidal refused it.
+  Status SetComment(int64_t slurm_id, const std::string& comment);
   Result<std::vector<SlurmNode>> Nodes();
 
   // The tidal id in a job's comment ("tidal:<id>"), if it is one of tidal's.

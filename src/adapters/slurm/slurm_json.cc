@@ -137,7 +137,28 @@ Result<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text, std::string
       j.exit_code = static_cast<int32_t>(std::clamp<int64_t>(rc, -1, 1 << 16));
     }
     TIDAL_ASSIGN_OR_RETURN(j.tres_per_node, r.Text(o, "tres_per_node"));
+    TIDAL_ASSIGN_OR_RETURN(j.account, r.Text(o, "account"));
+    TIDAL_ASSIGN_OR_RETURN(j.user, r.Text(o, "user_name"));
+    TIDAL_ASSIGN_OR_RETURN(j.time_limit_min, r.Int(o, "time_limit"));
+    if (j.time_limit_min < 0 || j.time_limit_min > 1'000'000'000) {
+      return std::unexpected(r.Bad("time_limit", fmt::format("{} is out of range", j.time_limit_min)));
+    }
     out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string GresOfTres(std::string_view tres) {
+  std::string out;
+  size_t pos = 0;
+  while (pos <= tres.size()) {
+    size_t comma = tres.find(',', pos);
+    if (comma == std::string_view::npos) comma = tres.size();
+    std::string item(tres.substr(pos, comma - pos));
+    if (item.rfind("gres:", 0) == 0 || item.rfind("gres/", 0) == 0) item.erase(0, 5);
+    std::replace(item.begin(), item.end(), '=', ':');
+    if (!item.empty()) out += (out.empty() ? "" : ",") + item;
+    pos = comma + 1;
   }
   return out;
 }

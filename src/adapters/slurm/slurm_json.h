@@ -29,6 +29,8 @@ struct SlurmJob {
   int32_t restarts = 0;  // requeues
   int32_t exit_code = 0;
   std::string tres_per_node;  // "gres:gpu:8"
+  std::string account, user;  // account, user_name
+  int64_t time_limit_min = 0;  // 0: none given (unlimited, or the partition's)
 };
 
 struct SlurmNode {
@@ -52,5 +54,8 @@ Result<std::vector<SlurmNode>> ParseSinfoJson(std::string_view text, std::string
 // "gpu:a100:2,gpu:h100:6" (GPUs summed; the type when all share one), ""
 // or "(null)" (none). Returns (GPUs, type).
 Result<std::pair<int32_t, std::string>> ParseGpuGres(std::string_view gres);
+// A job's tres_per_node as a GRES string for ParseGpuGres: "gres:gpu:h100:8"
+// (22.05) and "gres/gpu:h100=8" (later) both give "gpu:h100:8".
+std::string GresOfTres(std::string_view tres);
 
 }  // namespace tidal::slurm

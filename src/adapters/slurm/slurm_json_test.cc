@@ -55,6 +55,9 @@ TEST(SqueueJson, ReadsTheReal2205Output) {
   EXPECT_EQ((*jobs)[2].exit_code, 0);
   EXPECT_EQ(SlurmBinder::TidalId((*jobs)[2]), 3);
   EXPECT_EQ(SlurmBinder::TidalId((*jobs)[3]), std::nullopt);  // comment "other"
+  EXPECT_EQ(running.user, "root");
+  EXPECT_EQ(running.account, "");
+  EXPECT_EQ(running.time_limit_min, 0);  // null: none given
 }
 
 TEST(SinfoJson, ReadsTheReal2205Output) {
@@ -95,6 +98,14 @@ TEST(SqueueJson, ReadsTheLaterShapes) {
   EXPECT_EQ((*jobs)[0].submit_time, 1700000000);
   EXPECT_EQ((*jobs)[0].start_time, 0);  // unset
   EXPECT_EQ((*jobs)[0].restarts, 2);
+  EXPECT_EQ((*jobs)[0].time_limit_min, 0);  // infinite
+  auto limited = ParseSqueueJson(R"({"jobs": [{"job_id": 8, "job_state": "PENDING", "time_limit": {"set": true, "number": 90},
+    "account": "team-a", "user_name": "ana", "tres_per_node": "gres/gpu:h100=8"}]})");
+  ASSERT_TRUE(limited) << limited.error().message;
+  EXPECT_EQ((*limited)[0].time_limit_min, 90);
+  EXPECT_EQ((*limited)[0].account, "team-a");
+  EXPECT_EQ((*limited)[0].user, "ana");
+  EXPECT_EQ(GresOfTres((*limited)[0].tres_per_node), "gpu:h100:8");
   auto nodes = ParseSinfoJson(R"({"nodes": [{"name": "gpu01", "state": ["IDLE", "DRAIN"], "cpus": 64,
     "real_memory": 512000, "gres": "gpu:a100:4(S:0-1),nic:2", "partitions": ["p"]}]})");
   ASSERT_TRUE(nodes) << nodes.error().message;
@@ -125,6 +136,9 @@ TEST(SlurmJson, BadInputTable) {
       {R"({"jobs": [{"job_id": 7, "job_state": "RUNNING", "node_count": -1}]})", false, "node_count: -1 is out of range"},
       {R"({"jobs": [{"job_id": 7, "job_state": "RUNNING", "priority": 1.5}]})", false, "priority: 1.5 is not a whole number"},
       {R"({"jobs": [{"job_id": 7, "job_state": "RUNNING", "priority": {"set": true}}]})", false, "an object without 'number'"},
+      {R"({"jobs": [{"job_id": 7, "job_state": "RUNNING", "time_limit": -5}]})", false, "time_limit: -5 is out of range"},
+      {R"({"jobs": [{"job_id": 7, "job_state": "RUNNING", "account": 3}]})", false, "account: expected a string, got number"},
+      {R"({"jobs": [{"job_id": 7, "job_state": "RUNNING", "user_name": []}]})", false, "user_name: expected a string"},
       {R"({"nodes": [{"state": "idle"}]})", true, "nodes[0].name: missing or empty"},
       {R"({"nodes": [{"name": "n0", "cpus": -4}]})", true, "nodes[0] (n0).cpus: -4 is out of range"},
       {R"({"nodes": [{"name": "n0", "gres": "gpu:h100:eight"}]})", true, "nodes[0] (n0).gres: GRES 'gpu:h100:eight': the count"},
@@ -369,6 +383,36 @@ TEST(SlurmBinder, CommandsAndTheirFailures) {
   ASSERT_TRUE(jobs) << jobs.error().message;
   EXPECT_EQ(jobs->size(), 3u);
   EXPECT_EQ(listing.calls[0], "squeue --json --all");
+  // Adoptable() keeps held jobs of tidal's partition that are not tidal's;
+  // SetComment quotes the comment as one argument.
+  FakeRunner held;
+  held.answers = {{.exit_code = 0, .out = R"({"jobs": [
+    {"job_id": 1, "job_state": "PENDING", "partition": "tidal", "priority": 0, "comment": ""},
+    {"job_id": 2, "job_state": "PENDING", "partition": "tidal", "priority": 0, "comment": "tidal:5"},
+    {"job_id": 3, "job_state": "PENDING", "partition": "tidal", "priority": 0, "comment": "tidal refused: no GPU"},
+    {"job_id": 4, "job_state": "PENDING", "partition": "tidal", "priority": 17, "comment": ""},
+    {"job_id": 5, "job_state": "RUNNING", "partition": "tidal", "priority": 0, "comment": ""},
+    {"job_id": 6, "job_state": "PENDING", "partition": "other", "priority": 0, "comment": ""},
+    {"job_id": 7, "job_state": "PENDING", "partition": "tidal", "priority": 0, "comment": "mine"}]})"},
+                  {.exit_code = 0}};
+  SlurmBinder d(held, {.partition = "tidal"});
+  auto adoptable = d.Adoptable();
+  ASSERT_TRUE(adoptable) << adoptable.error().message;
+  ASSERT_EQ(adoptable->size(), 2u);
+  EXPECT_EQ((*adoptable)[0].id, 1);
+  EXPECT_EQ((*adoptable)[1].id, 7);
+  ASSERT_TRUE(d.SetComment(1, "tidal:12"));
+  EXPECT_EQ(held.calls.back(), "scontrol update JobId=1 Comment=tidal:12");
+}
+
+TEST(SlurmJson, GresOfTres) {
+  EXPECT_EQ(GresOfTres("gres:gpu:h100:8"), "gpu:h100:8");
+  EXPECT_EQ(GresOfTres("gres/gpu:h100=8"), "gpu:h100:8");
+  EXPECT_EQ(GresOfTres("gres/gpu=4"), "gpu:4");
+  EXPECT_EQ(GresOfTres("gres:gpu:2,gres:nic:1"), "gpu:2,nic:1");
+  EXPECT_EQ(GresOfTres(""), "");
+  EXPECT_EQ(GresOfTres("gpu:1"), "gpu:1");
+  EXPECT_EQ(ParseGpuGres(GresOfTres("gres:gpu:2,gres:nic:1"))->first, 2);
 }
 
 TEST(SlurmBinder, StuckPendingIsReleasedAndStillPendingPastTheTimeout) {
