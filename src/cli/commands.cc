@@ -14,6 +14,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterMarketCommands(app);
   RegisterServeCommands(app);
   RegisterK8sCommands(app);
+  RegisterWatchCommand(app);
 #ifdef TIDAL_HAVE_ISOLATION
   RegisterCgroupCommand(app);
 #endif

@@ -24,6 +24,8 @@ void RegisterCgroupCommand(CLI::App& app);
 void RegisterServeCommands(CLI::App& app);
 // `tidal k8s run` (k8s_cmd.cc).
 void RegisterK8sCommands(CLI::App& app);
+// `tidal watch` (watch_cmd.cc).
+void RegisterWatchCommand(CLI::App& app);
 
 void SetExitCode(int code);
 int ExitCode();
