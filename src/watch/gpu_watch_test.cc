@@ -90,7 +90,8 @@ market::HoardingConfig Fast() {
 }
 
 TEST(GpuWatch, AnIdlePodIsNotifiedChargedAndReclaimedAndABusyOneNever) {
-  const std::string idle = "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\",Hostname=\"h\",namespace=\"ml\",pod=\"idle\"} 0.01\n";
+  const std::string idle = "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\",Hostname=\"h\",namespace=\"ml\",pod=\"idle\"} 0.01\n"
+                           "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"2\",Hostname=\"h\",namespace=\"ml\",pod=\"idle\"} 0.02\n";
   const std::string busy = "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"1\",Hostname=\"h\",namespace=\"ml\",pod=\"busy\"} 0.8\n";
   GpuWatch watch(Fast());
   std::vector<WatchEvent> all;
@@ -109,6 +110,8 @@ TEST(GpuWatch, AnIdlePodIsNotifiedChargedAndReclaimedAndABusyOneNever) {
   EXPECT_EQ(all.back().kind, market::HoardActionKind::kReclaim);
   EXPECT_EQ(watch.detectors().at("ml/busy").state(), market::ZombieState::kActive);
   EXPECT_EQ(watch.detectors().at("ml/idle").state(), market::ZombieState::kReclaimed);
+  EXPECT_EQ(watch.detectors().at("ml/idle").milli_gpus(), 2000);  // its two GPUs are charged
+  EXPECT_EQ(watch.detectors().at("ml/busy").milli_gpus(), 1000);
   // Going back in time is refused, naming the workload.
   auto back = watch.Observe(10, Parse(busy));
   ASSERT_FALSE(back);
