@@ -232,7 +232,12 @@ Status GateController::SyncNodes() {
         const ojson* u = Path(n, {"spec", "unschedulable"});
         const bool cordon = u != nullptr && u->is_boolean() && u->get<bool>();
         Status s = cordon ? core_.Cordon(name->get<std::string>()) : core_.Uncordon(name->get<std::string>());
-        if (!s) Problem(fmt::format("node {}: {} (tidal knows the nodes it started with)", name->get<std::string>(), s.error().message));
+        // A node that joined after tidal started: said once, not at every poll.
+        if (!s && unknown_nodes_.insert(name->get<std::string>()).second) {
+          Problem(fmt::format("node {} joined after tidal started; tidal places only on the nodes it started with: restart `tidal k8s "
+                              "run` to use it",
+                              name->get<std::string>()));
+        }
       }
     }
   }

@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,6 +85,7 @@ class GateController {
   std::map<std::string, std::map<std::string, ojson>> gated_;
   std::map<std::string, std::string> why_;  // uid -> the reason last written
   std::vector<std::string> problems_;
+  std::set<std::string> unknown_nodes_;  // nodes not in tidal's cluster, already reported
 };
 
 }  // namespace tidal::k8s

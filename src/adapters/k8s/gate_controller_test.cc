@@ -280,6 +280,25 @@ TEST_F(GateControllerTest, CordonedNodesTakeNothing) {
   EXPECT_EQ(NodeOf("a") == "n1" || NodeOf("b") == "n1", true);
 }
 
+// A node that joins after tidal started is reported once, and nothing is
+// placed on it.
+TEST_F(GateControllerTest, ANodeThatJoinsLaterIsReportedOnceAndNotUsed) {
+  api_.AddNode(NodeJson("n5", "leaf3"));
+  ASSERT_TRUE(gc_->SyncNodes());
+  ASSERT_TRUE(gc_->SyncNodes());
+  ASSERT_EQ(gc_->problems().size(), 1u) << Problems();
+  EXPECT_THAT(gc_->problems().front(), HasSubstr("node n5 joined after tidal started"));
+  for (int i = 0; i < 5; ++i) api_.CreatePod(GatedPod(fmt::format("p{}", i), 8));
+  ASSERT_TRUE(gc_->Sync());
+  int placed = 0;
+  for (int i = 0; i < 5; ++i) {
+    const std::string n = NodeOf(fmt::format("p{}", i));
+    EXPECT_NE(n, "n5");
+    placed += !n.empty();
+  }
+  EXPECT_EQ(placed, 4);
+}
+
 TEST(KubeClient, ErrorsCarryTheApisMessage) {
   testing::FakeKubeApi api;
   auto c = KubeClient::Connect({.server = api.url()});
