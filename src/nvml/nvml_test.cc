@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -94,6 +95,9 @@ topo::nvsmi::Matrix GpusOnly(topo::nvsmi::Matrix m) {
 
 class NvmlTest : public ::testing::Test {
  protected:
+  void TearDown() override {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
   void Use(const json& node) {
     path_ = ::testing::TempDir() + fmt::format("fake-nvml-{}.json", ::getpid());
     std::ofstream(path_) << node.dump();

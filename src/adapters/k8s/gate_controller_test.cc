@@ -362,6 +362,7 @@ TEST(KubeClient, SpeaksHttpsWithTheServiceAccountsCa) {
   }
   server.stop();
   t.join();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(WatchDecoder, SplitsLinesAcrossChunksAndRefusesGarbage) {

@@ -139,6 +139,7 @@ TEST(TidalK8sRun, AdmitsGangsAnswersTheExtenderAndStopsOnSigterm) {
   ::kill(p.pid, SIGTERM);
   EXPECT_EQ(Wait(p), 0) << Slurp(p.out + ".err");
   EXPECT_THAT(Slurp(p.out + ".err"), HasSubstr("SIGTERM received, stopping"));
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 TEST(TidalK8sRun, AnUnusableApiServerIsAClearError) {
@@ -150,6 +151,7 @@ TEST(TidalK8sRun, AnUnusableApiServerIsAClearError) {
   Proc q = Spawn({TIDAL_BINARY, "k8s", "run", "--api", "api.example:443"}, dir / "bad2.out");
   EXPECT_EQ(Wait(q), 2);
   EXPECT_THAT(Slurp(q.out + ".err"), HasSubstr("give an http:// or https:// URL"));
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 }  // namespace
