@@ -1,5 +1,7 @@
 #include "common/csv.h"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 namespace tidal {
@@ -53,6 +55,20 @@ TEST(CsvTest, TypedAccessorsReportColumnAndRange) {
   EXPECT_EQ(*r[3].IntLenient(0, 0, 10), 7);
   EXPECT_FALSE(r[3].IntLenient(1, 0, 10).has_value());  // 0.5 is not whole
   EXPECT_EQ(*r[2].IntLenient(1, 0, 10), 2);
+}
+
+// NaN and infinities are not numbers to a reader, whatever the range: a
+// NaN passes every comparison, so only the explicit check refuses it.
+TEST(CsvTest, NanAndInfinityAreRefusedEvenWithAnOpenRange) {
+  auto t = CsvTable::Parse("x\nnan\nNaN\ninf\n-inf\ninfinity\n1.5\n", "n.csv");
+  ASSERT_TRUE(t.has_value());
+  const double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < 5; ++i) {
+    auto v = t->rows()[i].Double(0, lo, hi);
+    ASSERT_FALSE(v.has_value()) << i;
+    EXPECT_NE(v.error().message.find("is not a number"), std::string::npos) << v.error().message;
+  }
+  EXPECT_EQ(*t->rows()[5].Double(0, lo, hi), 1.5);
 }
 
 TEST(CsvTest, MissingColumnListsHeader) {
