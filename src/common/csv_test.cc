@@ -71,6 +71,32 @@ TEST(CsvTest, NanAndInfinityAreRefusedEvenWithAnOpenRange) {
   EXPECT_EQ(*t->rows()[5].Double(0, lo, hi), 1.5);
 }
 
+// Ranges are closed: both ends are in, one past either end is out.
+TEST(CsvTest, RangesIncludeBothEnds) {
+  auto t = CsvTable::Parse("n,x\n0,0\n100,1\n-1,-0.5\n101,1.5\n", "r.csv");
+  ASSERT_TRUE(t.has_value());
+  const auto& r = t->rows();
+  EXPECT_EQ(*r[0].Int(0, 0, 100), 0);
+  EXPECT_EQ(*r[1].Int(0, 0, 100), 100);
+  EXPECT_FALSE(r[2].Int(0, 0, 100).has_value());
+  EXPECT_FALSE(r[3].Int(0, 0, 100).has_value());
+  EXPECT_EQ(*r[0].Double(1, 0, 1), 0.0);
+  EXPECT_EQ(*r[1].Double(1, 0, 1), 1.0);
+  auto below = r[2].Double(1, 0, 1);
+  ASSERT_FALSE(below.has_value());
+  EXPECT_NE(below.error().message.find("-0.5 is out of range, expected [0, 1]"), std::string::npos) << below.error().message;
+  EXPECT_FALSE(r[3].Double(1, 0, 1).has_value());
+}
+
+TEST(CsvTest, FindsEveryColumnByName) {
+  auto t = CsvTable::Parse("a,b,c\n1,2,3\n", "f.csv");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->FindColumn("a"), 0u);
+  EXPECT_EQ(t->FindColumn("b"), 1u);
+  EXPECT_EQ(t->FindColumn("c"), 2u);
+  EXPECT_EQ(t->FindColumn("d"), std::nullopt);
+}
+
 TEST(CsvTest, MissingColumnListsHeader) {
   auto t = CsvTable::Parse("a,b\n1,2\n", "h.csv");
   ASSERT_TRUE(t.has_value());
