@@ -65,8 +65,8 @@ int Run(const WatchArgs& a) {
       fmt::print("{}\n", j.dump());
     }
     for (const watch::WatchEvent& e : *events) {
-      nlohmann::json j = {{"at", e.at_s}, {"workload", e.workload}, {"event", market::HoardActionKindName(e.kind)}, {"state", market::ZombieStateName(e.state)}};
-      if (e.kind == market::HoardActionKind::kFee) j["fee_micro_credits"] = e.action.amount;
+      nlohmann::json j = {{"at", e.action.at_s}, {"workload", e.workload}, {"event", market::HoardActionKindName(e.action.kind)}, {"state", market::ZombieStateName(e.state)}};
+      if (e.action.kind == market::HoardActionKind::kFee) j["fee_micro_credits"] = e.action.amount;
       fmt::print("{}\n", j.dump());
     }
     std::fflush(stdout);

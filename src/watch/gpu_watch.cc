@@ -73,7 +73,7 @@ Result<std::vector<WatchEvent>> GpuWatch::Observe(int64_t now_s, const std::vect
     auto actions = it->second.Sample(now_s, w.busiest);
     if (!actions) return MakeError(actions.error().code, "workload {}: {}", w.key, actions.error().message);
     for (const market::HoardAction& a : *actions) {
-      events.push_back({.at_s = now_s, .workload = w.key, .kind = a.kind, .action = a, .state = it->second.state()});
+      events.push_back({.workload = w.key, .action = a, .state = it->second.state()});
     }
   }
   return events;

@@ -37,11 +37,9 @@ struct WorkloadActivity {
 std::vector<WorkloadActivity> Workloads(const std::vector<telemetry::DcgmSample>& samples);
 
 struct WatchEvent {
-  int64_t at_s = 0;
   std::string workload;
-  market::HoardActionKind kind = market::HoardActionKind::kNotify;
-  market::HoardAction action;
-  market::ZombieState state = market::ZombieState::kActive;
+  market::HoardAction action;  // its kind and the time of the sample that produced it
+  market::ZombieState state = market::ZombieState::kActive;  // the detector's state after it
 };
 
 class GpuWatch {

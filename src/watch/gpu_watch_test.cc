@@ -103,11 +103,11 @@ TEST(GpuWatch, AnIdlePodIsNotifiedChargedAndReclaimedAndABusyOneNever) {
   std::vector<std::string> seen;
   for (const WatchEvent& e : all) {
     EXPECT_EQ(e.workload, "ml/idle");
-    seen.push_back(std::string(market::HoardActionKindName(e.kind)) + "@" + std::to_string(e.at_s));
+    seen.push_back(std::string(market::HoardActionKindName(e.action.kind)) + "@" + std::to_string(e.action.at_s));
   }
   ASSERT_GE(seen.size(), 3u);
   EXPECT_EQ(seen.front(), std::string(market::HoardActionKindName(market::HoardActionKind::kNotify)) + "@60");
-  EXPECT_EQ(all.back().kind, market::HoardActionKind::kReclaim);
+  EXPECT_EQ(all.back().action.kind, market::HoardActionKind::kReclaim);
   EXPECT_EQ(watch.detectors().at("ml/busy").state(), market::ZombieState::kActive);
   EXPECT_EQ(watch.detectors().at("ml/idle").state(), market::ZombieState::kReclaimed);
   EXPECT_EQ(watch.detectors().at("ml/idle").milli_gpus(), 2000);  // its two GPUs are charged
@@ -127,7 +127,7 @@ TEST(GpuWatch, ANotifiedPodThatWakesUpRecovers) {
   auto e = watch.Observe(120, woke);
   ASSERT_TRUE(e);
   ASSERT_EQ(e->size(), 1u);
-  EXPECT_EQ((*e)[0].kind, market::HoardActionKind::kRecovered);
+  EXPECT_EQ((*e)[0].action.kind, market::HoardActionKind::kRecovered);
   EXPECT_EQ(watch.detectors().at("ml/p").state(), market::ZombieState::kActive);
 }
 

@@ -50,7 +50,6 @@ class Extender {
   ExtenderBindingResult Bind(const ExtenderBindingArgs& args, int64_t now_s);
   Result<ExtenderPreemptionResult> Preempt(const ExtenderPreemptionArgs& args, int64_t now_s);
 
-  PodScheduler& core() { return core_; }
 
  private:
   PodScheduler& core_;

@@ -49,7 +49,7 @@ Result<ojson> ParseBody(std::string_view body, std::string_view what) {
   if (v.is_discarded()) {
     // Parse again with exceptions only to learn where it broke.
     try {
-      (void)ojson::parse(body);
+      [[maybe_unused]] const ojson again = ojson::parse(body);
     } catch (const ojson::parse_error& e) {
       return MakeError(ErrorCode::kParse, "{}: not JSON: {} (send the body kube-scheduler's extender protocol defines)", what, e.what());
     }
@@ -122,38 +122,58 @@ Result<std::optional<FailedNodesMap>> GetFailed(const ojson& obj, std::string_vi
 }
 
 using MetaMap = std::map<std::string, std::optional<MetaVictims>>;
+using VictimsMap = std::map<std::string, std::optional<Victims>>;
 
-Result<std::optional<MetaMap>> GetMetaVictims(const ojson& obj, std::string_view what) {
-  constexpr std::string_view kName = "NodeNameToMetaVictims";
-  const ojson* f = obj.is_object() ? Field(obj, kName) : nullptr;
-  if (f == nullptr || f->is_null()) return std::optional<MetaMap>();
-  if (!f->is_object()) return Bad(what, kName, "an object of node name to MetaVictims, or null", *f);
-  MetaMap out;
+// NodeNameToVictims and NodeNameToMetaVictims: node name -> {Pods, NumPDBViolations}
+// or null, V being Victims or MetaVictims; `read_pod` reads one entry of Pods.
+template <typename V, typename ReadPod>
+Result<std::optional<std::map<std::string, std::optional<V>>>> GetVictimsMap(const ojson& obj, std::string_view name, std::string_view type,
+                                                                            std::string_view pods_are, std::string_view what,
+                                                                            const ReadPod& read_pod) {
+  using Map = std::map<std::string, std::optional<V>>;
+  const ojson* f = obj.is_object() ? Field(obj, name) : nullptr;
+  if (f == nullptr || f->is_null()) return std::optional<Map>();
+  if (!f->is_object()) return Bad(what, name, fmt::format("an object of node name to {}, or null", type), *f);
+  Map out;
   for (auto it = f->begin(); it != f->end(); ++it) {
-    const std::string path = fmt::format("{}[\"{}\"]", kName, it.key());
+    const std::string path = fmt::format("{}[\"{}\"]", name, it.key());
     const ojson& v = it.value();
     if (v.is_null()) {
       out[it.key()] = std::nullopt;
       continue;
     }
     if (!v.is_object()) return Bad(what, path, "an object {\"Pods\": [...], \"NumPDBViolations\": n}", v);
-    MetaVictims mv;
+    V victims;
     const ojson* pods = Field(v, "Pods");
     if (pods != nullptr && !pods->is_null()) {
-      if (!pods->is_array()) return Bad(what, path + ".Pods", "an array of {\"UID\": ...}", *pods);
-      mv.pods.emplace();
+      if (!pods->is_array()) return Bad(what, path + ".Pods", pods_are, *pods);
+      victims.pods.emplace();
       for (size_t i = 0; i < pods->size(); ++i) {
-        const ojson& p = (*pods)[i];
-        const std::string ppath = fmt::format("{}.Pods[{}]", path, i);
-        if (!p.is_object()) return Bad(what, ppath, "an object {\"UID\": ...}", p);
-        TIDAL_ASSIGN_OR_RETURN(std::string uid, GetString(p, "UID", what, ppath + ".UID"));
-        mv.pods->push_back({std::move(uid)});
+        TIDAL_ASSIGN_OR_RETURN(auto pod, read_pod((*pods)[i], fmt::format("{}.Pods[{}]", path, i)));
+        victims.pods->push_back(std::move(pod));
       }
     }
-    TIDAL_ASSIGN_OR_RETURN(mv.num_pdb_violations, GetInt(v, "NumPDBViolations", what, path + ".NumPDBViolations"));
-    out[it.key()] = std::move(mv);
+    TIDAL_ASSIGN_OR_RETURN(victims.num_pdb_violations, GetInt(v, "NumPDBViolations", what, path + ".NumPDBViolations"));
+    out[it.key()] = std::move(victims);
   }
-  return std::optional<MetaMap>(std::move(out));
+  return std::optional<Map>(std::move(out));
+}
+
+Result<std::optional<MetaMap>> GetMetaVictims(const ojson& obj, std::string_view what) {
+  return GetVictimsMap<MetaVictims>(obj, "NodeNameToMetaVictims", "MetaVictims", "an array of {\"UID\": ...}", what,
+                                    [&](const ojson& p, const std::string& path) -> Result<MetaPod> {
+                                      if (!p.is_object()) return Bad(what, path, "an object {\"UID\": ...}", p);
+                                      TIDAL_ASSIGN_OR_RETURN(std::string uid, GetString(p, "UID", what, path + ".UID"));
+                                      return MetaPod{std::move(uid)};
+                                    });
+}
+
+Result<std::optional<VictimsMap>> GetVictims(const ojson& obj, std::string_view what) {
+  return GetVictimsMap<Victims>(obj, "NodeNameToVictims", "Victims", "an array of v1.Pod", what,
+                                [&](const ojson& p, const std::string& path) -> Result<ojson> {
+                                  if (!p.is_object() && !p.is_null()) return Bad(what, path, "a v1.Pod object", p);
+                                  return p;
+                                });
 }
 
 ojson Nullable(const std::optional<ojson>& v) { return v ? *v : ojson(nullptr); }
@@ -268,33 +288,7 @@ Result<ExtenderPreemptionArgs> ParseExtenderPreemptionArgs(std::string_view body
   TIDAL_ASSIGN_OR_RETURN(ojson v, ParseBody(body, what));
   ExtenderPreemptionArgs a;
   TIDAL_ASSIGN_OR_RETURN(a.pod, GetObject(v, "Pod", what, "a v1.Pod"));
-  const ojson* f = v.is_object() ? Field(v, "NodeNameToVictims") : nullptr;
-  if (f != nullptr && !f->is_null()) {
-    if (!f->is_object()) return Bad(what, "NodeNameToVictims", "an object of node name to Victims, or null", *f);
-    a.node_name_to_victims.emplace();
-    for (auto it = f->begin(); it != f->end(); ++it) {
-      const std::string path = fmt::format("NodeNameToVictims[\"{}\"]", it.key());
-      const ojson& e = it.value();
-      if (e.is_null()) {
-        (*a.node_name_to_victims)[it.key()] = std::nullopt;
-        continue;
-      }
-      if (!e.is_object()) return Bad(what, path, "an object {\"Pods\": [...], \"NumPDBViolations\": n}", e);
-      Victims vic;
-      const ojson* pods = Field(e, "Pods");
-      if (pods != nullptr && !pods->is_null()) {
-        if (!pods->is_array()) return Bad(what, path + ".Pods", "an array of v1.Pod", *pods);
-        vic.pods.emplace();
-        for (size_t i = 0; i < pods->size(); ++i) {
-          const ojson& p = (*pods)[i];
-          if (!p.is_object() && !p.is_null()) return Bad(what, fmt::format("{}.Pods[{}]", path, i), "a v1.Pod object", p);
-          vic.pods->push_back(p);
-        }
-      }
-      TIDAL_ASSIGN_OR_RETURN(vic.num_pdb_violations, GetInt(e, "NumPDBViolations", what, path + ".NumPDBViolations"));
-      (*a.node_name_to_victims)[it.key()] = std::move(vic);
-    }
-  }
+  TIDAL_ASSIGN_OR_RETURN(a.node_name_to_victims, GetVictims(v, what));
   TIDAL_ASSIGN_OR_RETURN(a.node_name_to_meta_victims, GetMetaVictims(v, what));
   return a;
 }
