@@ -216,6 +216,7 @@ std::optional<PreemptionPlan> PlanWholeHosts(const ClusterState& c, const PodReq
   });
   std::optional<PreemptionPlan> best;
   std::vector<uint8_t> chosen(candidates.size(), 0);
+  std::vector<size_t> host_victims;
   for (size_t g = 0; g < by.size();) {
     const int64_t d = by[g].first;
     size_t end = g;
@@ -231,7 +232,15 @@ std::optional<PreemptionPlan> PlanWholeHosts(const ClusterState& c, const PodReq
       const HostInfo& h = *by[g].second;
       const size_t before = plan.victims.size();
       bool ok = true;
-      for (size_t i : h.victims) {
+      // Smallest first: under a rule like "its tenant still borrows before
+      // it" the binding check is the tenant's last victim, which sees the
+      // most usage left when it is the largest (the queue's own order made
+      // a valid reclaim fail: TenantQueue.ReclaimTakesAHostsSmallVictimsFirst).
+      host_victims.assign(h.victims.begin(), h.victims.end());
+      std::stable_sort(host_victims.begin(), host_victims.end(), [&](size_t a, size_t b) {
+        return candidates[a].job->TotalGpuMilli() < candidates[b].job->TotalGpuMilli();
+      });
+      for (size_t i : host_victims) {
         if (chosen[i]) continue;
         if (!admissible(candidates[i], plan.victims)) {
           ok = false;
@@ -255,12 +264,100 @@ std::optional<PreemptionPlan> PlanWholeHosts(const ClusterState& c, const PodReq
   return best;
 }
 
+// A gang over several hosts when no set of whole hosts can be emptied for
+// it (a host it needs holds a job that is no victim): GPUs anywhere under
+// one domain of `level` (the whole cluster when `level` is null), victims
+// by cost per GPU they free there, then pruned as on one host. The gang
+// placer decides on the what-if whether the room is usable.
+std::optional<PreemptionPlan> PlanFreeGpus(const ClusterState& c, const PodRequest& pod,
+                                           std::span<const VictimCandidate> candidates, const Admissible& admissible,
+                                           std::optional<int64_t> committed, std::optional<topo::Level> level) {
+  auto domain_of = [&](NodeId n) -> int64_t {
+    if (!level || !c.has_topology()) return kWholeCluster;
+    const topo::DomainId d = c.topology().AncestorAt(c.topology().host(c.host_of(n)), *level);
+    return d == topo::kNoDomain ? kWholeCluster : PlanDomain(*level, d);
+  };
+  std::map<int64_t, int64_t> free;  // domain -> usable free GPUs now
+  for (NodeId n = 0; n < c.num_nodes(); ++n) {
+    if (!Allowed(c, pod, n)) continue;
+    const int64_t d = domain_of(n);
+    if (!committed || d == *committed) free[d] += c.free_whole_gpus(n);
+  }
+  struct Freed {
+    int64_t domain;
+    size_t cand;
+    int32_t k;
+  };
+  std::vector<Freed> all;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Placement* p = PlacementOf(c, candidates[i]);
+    if (p == nullptr || OnCordonedNode(c, *p)) continue;
+    std::map<int64_t, int32_t> k;
+    for (const NodeAssignment& a : p->assignments) {
+      if (!Allowed(c, pod, a.node)) continue;
+      const int64_t d = domain_of(a.node);
+      if (committed && d != *committed) continue;
+      const auto f = c.gpu_free(a.node);
+      for (size_t g = 0; g < a.gpus.size(); ++g) k[d] += f[static_cast<size_t>(a.gpus[g])] + a.gpu_milli[g] == kMilliPerGpu;
+    }
+    for (const auto& [d, n] : k)
+      if (n > 0) all.push_back({d, i, n});
+  }
+  std::sort(all.begin(), all.end(), [&](const Freed& a, const Freed& b) {
+    if (a.domain != b.domain) return a.domain < b.domain;
+    const int64_t l = candidates[a.cand].cost * b.k;
+    const int64_t r = candidates[b.cand].cost * a.k;
+    return l != r ? l < r : a.cand < b.cand;
+  });
+  std::optional<PreemptionPlan> best;
+  for (size_t g = 0; g < all.size();) {
+    const int64_t d = all[g].domain;
+    size_t end = g;
+    while (end < all.size() && all[end].domain == d) ++end;
+    const int64_t need = pod.num_gpu() - free[d];
+    if (need <= 0) {  // room is there already; preemption would not help
+      g = end;
+      continue;
+    }
+    PreemptionPlan plan{.domain = d};
+    std::vector<int32_t> gave;
+    int64_t got = 0;
+    for (; g < end && got < need; ++g) {
+      if (!admissible(candidates[all[g].cand], plan.victims)) continue;
+      plan.victims.push_back(all[g].cand);
+      gave.push_back(all[g].k);
+      got += all[g].k;
+    }
+    g = end;
+    if (got < need) continue;
+    // Prune, dearest first (dropping one leaves its tenant with more).
+    std::vector<size_t> order(plan.victims.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return candidates[plan.victims[a]].cost > candidates[plan.victims[b]].cost; });
+    std::vector<uint8_t> keep(order.size(), 1);
+    for (size_t k : order) {
+      if (got - gave[k] >= need) {
+        keep[k] = 0;
+        got -= gave[k];
+      }
+    }
+    std::vector<size_t> kept;
+    for (size_t k = 0; k < keep.size(); ++k)
+      if (keep[k]) kept.push_back(plan.victims[k]);
+    plan.victims = std::move(kept);
+    Consider(best, std::move(plan), candidates);
+  }
+  return best;
+}
+
 }  // namespace
 
 std::optional<PreemptionPlan> PlanPreemption(const ClusterState& c, const PodRequest& pod,
                                              std::span<const VictimCandidate> candidates, const Admissible& admissible,
                                              std::optional<int64_t> committed) {
   const PreemptionScope scope = ScopeFor(c, pod);
+  const std::optional<int64_t> first_choice = committed;
   if (scope.host_level) {
     auto plan = PlanOnHosts(c, pod, candidates, admissible, committed);
     if (plan || pod.job->single_node || pod.gpu_milli() < kMilliPerGpu) return plan;
@@ -279,7 +376,25 @@ std::optional<PreemptionPlan> PlanPreemption(const ClusterState& c, const PodReq
       committed.reset();
     }
   }
-  return PlanWholeHosts(c, pod, candidates, admissible, committed, std::nullopt, hosts);
+  auto plan = PlanWholeHosts(c, pod, candidates, admissible, committed, std::nullopt, hosts);
+  if (plan) return plan;
+  // No whole hosts to be had: GPUs anywhere, but only inside a domain of the
+  // smallest level that can hold it (the whole cluster without a topology):
+  // a gang spread over wider domains runs too slowly to be worth victims.
+  // The committed domain first.
+  std::optional<topo::Level> level;
+  if (c.has_topology()) {
+    const int from = topo::LevelIndex(scope.host_level ? topo::Level::kNode : scope.level);
+    for (topo::Level l : c.topology().levels()) {
+      if (topo::LevelIndex(l) <= topo::LevelIndex(topo::Level::kNode) || topo::LevelIndex(l) < from) continue;
+      level = l;
+      break;
+    }
+  }
+  if (first_choice) {
+    if (auto p = PlanFreeGpus(c, pod, candidates, admissible, first_choice, level)) return p;
+  }
+  return PlanFreeGpus(c, pod, candidates, admissible, std::nullopt, level);
 }
 
 }  // namespace tidal

@@ -49,7 +49,10 @@ struct PreemptionPlan {
 // Where a preemptor would go: hosts when it fits on one, else the smallest
 // topology level whose domains can hold it (the whole cluster without a
 // topology). When no plan is found there, a gang tries whole hosts under
-// wider domains, up to the whole cluster.
+// wider domains, up to the whole cluster; when no set of whole hosts can be
+// emptied (a host it needs holds a job that is no victim), GPUs anywhere
+// inside one domain of the smallest level that can hold it (the whole
+// cluster without a topology).
 struct PreemptionScope {
   bool host_level = true;
   topo::Level level = topo::Level::kNode;

@@ -407,6 +407,60 @@ TEST(PlanPreemption, ACordonedHostIsNeverEmptiedForAGang) {
   EXPECT_FALSE(b.Plan(b.Preemptor(32, false)).has_value());
 }
 
+// A host's victims are taken smallest first. a1: big (devs 0-6, candidate 0)
+// and small (dev 7, candidate 1) of one tenant using 8 GPUs with a floor of
+// 2, each 10 per GPU; a2 free; leaf2 holds non-candidates. A 16-GPU gang
+// needs a1 emptied under "its tenant still borrows before the victim": big
+// then small fails (before small: 1, not above 2), small then big passes
+// (8, then 7). GPUs anywhere in leaf1 would not help: by cost per GPU
+// (tied, candidate order) big comes first too.
+TEST(PlanPreemption, AHostsSmallVictimsGoFirst) {
+  Bench b;
+  b.Run("big", {{"a1", Range(0, 7)}}, 70, 7);
+  b.Run("small", {{"a1", {7}}}, 10, 7);
+  for (const char* h : {"b1", "b2"}) b.Run(std::string("n") + h, {{h, Range(0, 8)}}, -1);
+  auto borrowing = [&](const VictimCandidate& c, std::span<const size_t> chosen) {
+    int64_t usage = 8;
+    for (size_t i : chosen)
+      if (b.cands[i].group == c.group) usage -= b.cands[i].job->num_gpu;
+    return usage > 2;
+  };
+  auto plan = b.Plan(b.Preemptor(16, false), std::nullopt, borrowing);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->domain, b.Leaf("a1"));
+  EXPECT_EQ(b.Names(*plan), (std::vector<std::string>{"big", "small"}));
+  EXPECT_EQ(plan->cost, 80);
+}
+
+// No set of whole hosts can be emptied (a1 holds a non-candidate): GPUs
+// anywhere inside one domain of the gang's level. A 12-GPU gang (level
+// leaf): leaf1 has a1's v1 (devs 4-7, cost 40) and a2's v2 (8, 80) and
+// nothing free: whole hosts give a2 only (8 < 12); a2 + v1's 4 on a1 = 12.
+// leaf2 is full of non-candidates. Not wider than the gang's level: a
+// 16-GPU gang (leaf) gets no plan although leaf1 + leaf2 would have room
+// if leaf2 held candidates on half hosts (see NoPlanWhenNothingSuffices).
+TEST(PlanPreemption, GpusAnywhereInTheDomainWhenNoWholeHostsCanBeEmptied) {
+  Bench b;
+  b.Run("n", {{"a1", Range(0, 4)}}, -1);
+  b.Run("v1", {{"a1", Range(4, 8)}}, 40);
+  b.Run("v2", {{"a2", Range(0, 8)}}, 80);
+  for (const char* h : {"b1", "b2"}) b.Run(std::string("n") + h, {{h, Range(0, 8)}}, -1);
+  auto plan = b.Plan(b.Preemptor(12, false));
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->domain, b.Leaf("a1"));
+  EXPECT_EQ(b.Names(*plan), (std::vector<std::string>{"v1", "v2"}));
+  EXPECT_EQ(plan->cost, 120);
+  // Committed to leaf2, where nothing can be had: as for whole hosts, a
+  // gang's committed domain is a preference, and leaf1's plan comes back.
+  auto moved = b.Plan(b.Preemptor(12, false), b.Leaf("b1"));
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->domain, b.Leaf("a1"));
+  // A job that fits a host takes v2 alone.
+  auto host = b.Plan(b.Preemptor(8, true));
+  ASSERT_TRUE(host.has_value());
+  EXPECT_EQ(b.Names(*host), (std::vector<std::string>{"v2"}));
+}
+
 // Candidates not holding GPUs where the preemptor may go (wrong model) free
 // nothing for it.
 TEST(PlanPreemption, OnlyDomainsOfAllowedModelsCount) {

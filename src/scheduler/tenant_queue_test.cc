@@ -802,6 +802,38 @@ TEST(TenantQueue, GangReclaimCanSpanLeaves) {
   EXPECT_EQ(h.Started(p), (Names{g3.name}));
 }
 
+// A reclaim that must empty a host of one borrowing tenant's jobs takes
+// them smallest first (Kueue's rule: a victim's tenant still borrows before
+// it). Found by the property test (seed 8119734844745109189): the queue's
+// candidates come in start order, and the larger job first left the
+// smaller one inadmissible. Flat 3 x 8 GPUs, first-fit; org -> A (2),
+// B (8), G (16, guaranteed).
+//  0: B's b (8) on n0, within its floor.  1: A's big (7) on n1 0-6.
+//  2: A's small (1) on n1 7: A uses 8, borrowing 6.
+//  100: G's gang (16): n2 is free, n0 holds B's job (no victim); n1 must be
+//      emptied. Keeping A at its floor is impossible (both go), so Kueue's
+//      rule: small (8 > 2), then big (7 > 2). Lost: small (98 + 60) x 1 =
+//      158, big (99 + 60) x 7 = 1113.
+TEST(TenantQueue, ReclaimTakesAHostsSmallVictimsFirst) {
+  Harness h(3, Tree({{"A", 2}, {"B", 8}, {"G", 16, Tier::kGuaranteed}}, 26), QueuePolicy::kTidal);
+  const Job& b = h.Push("B", 8, 100000, 0);
+  h.Schedule(0);
+  const Job& big = h.Push("A", 7, 100000, 1);
+  h.Schedule(1);
+  const Job& small = h.Push("A", 1, 100000, 2);
+  h.Schedule(2);
+  ASSERT_EQ(h.NodeOf(b), 0);
+  ASSERT_EQ(h.NodeOf(big), 1);
+  ASSERT_EQ(h.NodeOf(small), 1);
+  const Job& g = h.Push("G", 16, 1000, 100);
+  QueuePass p = h.Schedule(100);
+  EXPECT_EQ(h.Preempted(p), (Lost{{small.name, 158}, {big.name, 1113}}));
+  EXPECT_EQ(h.Started(p), (Names{g.name}));
+  EXPECT_EQ(h.Usage("A"), 0);
+  EXPECT_EQ(h.Usage("B"), 8);
+  EXPECT_EQ(h.Usage("G"), 16);
+}
+
 // BUG (disabled): a within-floor job that fits now but would delay the
 // backfill reservation of a blocked head is held back without being offered
 // a reclaim, while a borrower keeps the tenant's floor: a guarantee
