@@ -43,7 +43,7 @@ struct QueueArgs {
   std::string hoarding, market;
   uint64_t seed = 42;
   int64_t limit = 0;
-  double load = 0, time_scale = 0, slowdown_ok = 1.0;
+  double load = 0, time_scale = 0, slowdown_ok = 1.0, reclaim_slowdown_max = 0;
   int64_t max_wait_s = -1;
   bool json = false;
   bool single_node_if_fits = false;
@@ -129,6 +129,10 @@ int RunQueueCommand(const QueueArgs& a) {
   options.time_scale = a.time_scale;
   options.max_wait_s = a.max_wait_s;
   options.slowdown_ok = a.slowdown_ok;
+  if (a.reclaim_slowdown_max != 0 && !(a.reclaim_slowdown_max >= 1)) {
+    return fail(Error{ErrorCode::kInvalidArgument, "--reclaim-slowdown-max must be >= 1 (times a compact placement's step time)"});
+  }
+  options.reclaim_slowdown_max = a.reclaim_slowdown_max;
   options.tenants = a.tenants;
   options.explain_job = a.explain_job;
   options.estimate = a.estimate;
@@ -245,6 +249,9 @@ void RegisterSimQueueCommand(CLI::App& sim) {
                 "-1 = as long as it takes, 0 = never")
       ->capture_default_str();
   q->add_option("--slowdown-ok", args->slowdown_ok, "slowdown a waiting job accepts (with --max-wait)")->capture_default_str();
+  q->add_option("--reclaim-slowdown-max", args->reclaim_slowdown_max,
+                "tenant queues: the slowest placement (x compact) a job reclaiming its floor takes at once rather than "
+                "waiting for whole hosts; 0 = the policy's default");
   q->add_option("--require-level", args->require_level,
                 "every multi-GPU job must fit in one domain of this level (node, block, leaf, spine, core, zone)");
   q->add_option("--prefer-level", args->prefer_level, "every multi-GPU job prefers one domain of this level, falling back upwards");

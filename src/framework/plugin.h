@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -70,8 +71,12 @@ struct CycleContext {
   // capacity the head is waiting for. Empty outside backfill.
   std::span<const uint8_t> reserved_nodes;
   // The queue needs a placement now if there is one (a job reclaiming its
-  // tenant's floor): placers must not defer it for a better one.
+  // tenant's floor): placers must not defer it for a better one — unless
+  // the best one now is more than `no_defer_slowdown_max` times slower than
+  // a compact one (a gang spread over many hosts can run 4-8x longer, which
+  // costs more GPU-hours than waiting for its floor to come back whole).
   bool no_defer = false;
+  double no_defer_slowdown_max = std::numeric_limits<double>::infinity();
 };
 
 class Plugin {

@@ -431,6 +431,38 @@ TEST(TopoPlaceTest, FrameworkAndSchedulerReportADeferralAsKDeferred) {
   EXPECT_EQ(testing::Show(sched.cluster(), *sched.cluster().FindAllocation(j.id)), "a1:0-7 a2:4-7");
 }
 
+// A queue that needs a placement now (a job reclaiming its floor) gets the
+// best one there is, unless it is slower than the bound it sets: the best
+// here is 1.5x compact.
+TEST(TopoPlaceTest, NoDeferTakesTheBestPlacementUpToItsSlowdownBound) {
+  World w = CostWorld();
+  FakeCost cost([](const std::string&) { return 1.5; });
+  Job& j = w.NewJob(12);
+  j.topo_slowdown_ok = 1.2;
+  j.topo_max_wait_s = -1;
+  Scheduler sched(w.cluster, testing::MakePlacer("topo").profile, 7);
+  sched.set_placement_cost(&cost);
+  sched.set_now(10);
+  sched.set_no_defer(true, 1.3);
+  auto waits = sched.TrySchedule(j);
+  ASSERT_FALSE(waits.has_value());
+  EXPECT_EQ(waits.error().code, ErrorCode::kDeferred);
+  EXPECT_NE(waits.error().message.find("reclaiming its floor"), std::string::npos) << waits.error().message;
+  EXPECT_NE(waits.error().message.find("1.500x"), std::string::npos) << waits.error().message;
+  EXPECT_NE(waits.error().message.find("1.30x"), std::string::npos) << waits.error().message;
+  sched.set_no_defer(true, 1.5);  // at the bound: taken
+  auto at = sched.TrySchedule(j);
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(testing::Show(sched.cluster(), *at), "a1:0-7 a2:4-7");
+  sched.set_no_defer(true);  // no bound
+  EXPECT_TRUE(sched.TrySchedule(j).has_value());
+  sched.set_no_defer(false);  // and without no_defer it waits for 1.2x
+  auto normal = sched.TrySchedule(j);
+  ASSERT_FALSE(normal.has_value());
+  EXPECT_EQ(normal.error().code, ErrorCode::kDeferred);
+  EXPECT_EQ(normal.error().message.find("reclaiming"), std::string::npos) << normal.error().message;
+}
+
 TEST(TopoPlaceTest, AQueueKeepsADeferredHeadBlockedUntilItsWaitIsOver) {
   World w = CostWorld();
   FakeCost cost([](const std::string&) { return 1.5; });

@@ -4,14 +4,14 @@ namespace tidal {
 
 Result<Placement> Scheduler::TrySchedule(const Job& job) {
   TIDAL_ASSIGN_OR_RETURN(PodRequest pod, ResolveRequest(job, cluster_.models()));
-  CycleContext ctx{cluster_, rng_, now_s_, cost_, nullptr, reserved_, no_defer_};
+  CycleContext ctx{cluster_, rng_, now_s_, cost_, nullptr, reserved_, no_defer_, no_defer_slowdown_max_};
   return framework_.Schedule(ctx, pod);
 }
 
 Result<Placement> Scheduler::Probe(const Job& job) {
   TIDAL_ASSIGN_OR_RETURN(PodRequest pod, ResolveRequest(job, cluster_.models()));
   Rng rng = rng_;
-  CycleContext ctx{cluster_, rng, now_s_, cost_, nullptr, reserved_, no_defer_};
+  CycleContext ctx{cluster_, rng, now_s_, cost_, nullptr, reserved_, no_defer_, no_defer_slowdown_max_};
   return framework_.Schedule(ctx, pod);
 }
 

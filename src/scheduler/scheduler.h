@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <unordered_map>
 
@@ -56,8 +57,12 @@ class Scheduler {
   // Nodes the queue's backfill reservation counts on (CycleContext::
   // reserved_nodes); borrowed, empty to clear.
   void set_reserved_nodes(std::span<const uint8_t> nodes) { reserved_ = nodes; }
-  // CycleContext::no_defer for the next cycles, until cleared.
-  void set_no_defer(bool v) { no_defer_ = v; }
+  // CycleContext::no_defer (and its slowdown bound) for the next cycles,
+  // until cleared.
+  void set_no_defer(bool v, double slowdown_max = std::numeric_limits<double>::infinity()) {
+    no_defer_ = v;
+    no_defer_slowdown_max_ = slowdown_max;
+  }
   // Returns an idle MIG GPU to the whole-GPU pool (ClusterState::DisableMig).
   Status DisableMig(NodeId n, int32_t gpu) { return cluster_.DisableMig(n, gpu); }
   // Drains node n (ClusterState::Cordon): nothing new is placed there; its
@@ -76,6 +81,7 @@ class Scheduler {
   PlacementCost* cost_ = nullptr;
   std::span<const uint8_t> reserved_;
   bool no_defer_ = false;
+  double no_defer_slowdown_max_ = std::numeric_limits<double>::infinity();
 };
 
 }  // namespace tidal

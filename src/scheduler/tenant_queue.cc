@@ -48,6 +48,7 @@ Result<TenantQueueOptions> TenantQueueOptionsFor(QueuePolicy policy) {
       o.reclaim = true;
       o.priority_preemption = true;
       o.las_on_borrowed = true;
+      o.reclaim_slowdown_max = 1.3;
       return o;
     case QueuePolicy::kFifo:
     case QueuePolicy::kFifoBackfill:
@@ -565,7 +566,7 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
   if (!placed && placed.error().code == ErrorCode::kDeferred && floor_held) {
     // Reclaiming its floor, which others held in part: take the best
     // placement the room made for it allows.
-    scheduler_->set_no_defer(true);
+    scheduler_->set_no_defer(true, options_.reclaim_slowdown_max);
     placed = scheduler_->TrySchedule(*e.job);
     scheduler_->set_no_defer(false);
   }
@@ -738,7 +739,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     if (code == ErrorCode::kDeferred && ReclaimRight(e) && OthersHoldFloor(e)) {
       // Within its tenant's floor while others hold part of it: it gets the
       // best placement there is now rather than waiting for a compact one.
-      scheduler_->set_no_defer(true);
+      scheduler_->set_no_defer(true, options_.reclaim_slowdown_max);
       auto now_bound = scheduler_->ScheduleAndBind(*e.job);
       scheduler_->set_no_defer(false);
       if (now_bound) {

@@ -39,6 +39,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -99,6 +100,12 @@ struct TenantQueueOptions {
   // Preemption searches per pass that no guarantee asks for (priority,
   // LAS on borrowed quota); searches for a floor others hold are uncapped.
   int32_t max_optional_searches = 4;
+  // A job reclaiming its floor while others hold part of it takes the best
+  // placement there is rather than waiting for a compact one — if that is
+  // at most this many times slower than compact (topology placers with a
+  // cost model; CycleContext::no_defer_slowdown_max). Otherwise it waits,
+  // keeping its right to reclaim, for whole hosts to come back.
+  double reclaim_slowdown_max = std::numeric_limits<double>::infinity();
 };
 
 // One tenant's state after a pass (leaves only).

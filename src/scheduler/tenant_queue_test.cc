@@ -15,6 +15,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -973,10 +974,12 @@ TEST(TenantQueue, PolicyOptions) {
   auto tidal = TenantQueueOptionsFor(QueuePolicy::kTidal);
   ASSERT_TRUE(tidal.has_value());
   EXPECT_TRUE(tidal->reclaim && tidal->priority_preemption && tidal->backfill && tidal->quotas);
+  EXPECT_DOUBLE_EQ(tidal->reclaim_slowdown_max, 1.3);  // docs/tenancy.md, "Reclaim and slow placements"
   auto kueue = TenantQueueOptionsFor(QueuePolicy::kKueue);
   ASSERT_TRUE(kueue.has_value());
   EXPECT_FALSE(kueue->backfill);
   EXPECT_TRUE(kueue->reclaim);
+  EXPECT_TRUE(std::isinf(kueue->reclaim_slowdown_max));
   auto sp = TenantQueueOptionsFor(QueuePolicy::kStaticPartitions);
   ASSERT_TRUE(sp.has_value());
   EXPECT_FALSE(sp->reclaim || sp->priority_preemption);

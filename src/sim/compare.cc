@@ -48,14 +48,15 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
                                                 "workload_model", "queue", "placers", "loads", "time_scales", "seeds",
                                                 "limit",  "max_wait", "slowdown_ok", "single_node_if_fits",
                                                 "policies", "tenants", "checkpoint_interval", "restart_penalty", "estimates",
-                                                "start_estimates", "start_estimate_samples", "hoarding", "market"};
+                                                "start_estimates", "start_estimate_samples", "hoarding", "market",
+                                                "reclaim_slowdown_max"};
     for (const auto& kv : doc) {
       const std::string k = kv.first.as<std::string>();
       if (!known.contains(k)) {
         return MakeError(ErrorCode::kParse, "{}: unknown key '{}' (known: name, jobs, format, nodes, topology, workload_model, "
                                             "queue, placers, policies, tenants, loads, time_scales, seeds, limit, max_wait, "
                                             "slowdown_ok, single_node_if_fits, checkpoint_interval, restart_penalty, estimates, "
-                                            "start_estimates, start_estimate_samples, hoarding, market)",
+                                            "start_estimates, start_estimate_samples, hoarding, market, reclaim_slowdown_max)",
                          where(kv.first), k);
       }
     }
@@ -169,6 +170,13 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
     if (c.limit < 0 || c.max_wait_s < -1 || c.slowdown_ok < 1) {
       return MakeError(ErrorCode::kParse, "{}: limit must be >= 0, max_wait >= -1 and slowdown_ok >= 1", path);
     }
+    if (doc["reclaim_slowdown_max"]) {
+      c.reclaim_slowdown_max = doc["reclaim_slowdown_max"].as<double>();
+      if (!(c.reclaim_slowdown_max >= 1)) {
+        return MakeError(ErrorCode::kParse, "{}: reclaim_slowdown_max must be >= 1 (times a compact placement's step time)",
+                         where(doc["reclaim_slowdown_max"]));
+      }
+    }
   } catch (const YAML::Exception& e) {
     return MakeError(ErrorCode::kParse, "{}:{}: {}", path, e.mark.line + 1, e.msg);
   }
@@ -241,6 +249,7 @@ Result<std::vector<CompareRow>> RunCompare(const CompareConfig& config, int thre
       o.workload_model = wm;
       o.max_wait_s = config.max_wait_s;
       o.slowdown_ok = config.slowdown_ok;
+      o.reclaim_slowdown_max = config.reclaim_slowdown_max;
       if (row.load > 0) o.load = row.load;
       else o.time_scale = row.time_scale;
       auto r = RunQueueSim(w.nodes, w.jobs, o);

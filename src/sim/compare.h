@@ -25,6 +25,7 @@
 //     - {name: tidal, queue: tidal, placer: topo}
 //   checkpoint_interval: 1800
 //   restart_penalty: 60
+//   reclaim_slowdown_max: 2.0 # optional: sim queue --reclaim-slowdown-max
 //   start_estimates: 200      # optional: sim queue --start-estimates (error of
 //   start_estimate_samples: 20  # the start-time estimates, per row)
 //
@@ -73,6 +74,7 @@ struct CompareConfig {
   int64_t max_wait_s = -1;
   double slowdown_ok = 1.0;
   bool single_node_if_fits = false;
+  double reclaim_slowdown_max = 0;  // 0: each policy's default
 };
 
 Result<CompareConfig> ReadCompareConfig(const std::string& path);

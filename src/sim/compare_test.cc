@@ -61,6 +61,7 @@ seeds: [3, 4]
 limit: 200
 max_wait: 0
 slowdown_ok: 1.25
+reclaim_slowdown_max: 2.5
 single_node_if_fits: true
 queue: fifo
 )");
@@ -80,6 +81,7 @@ queue: fifo
   EXPECT_EQ(c->limit, 200);
   EXPECT_EQ(c->max_wait_s, 0);
   EXPECT_DOUBLE_EQ(c->slowdown_ok, 1.25);
+  EXPECT_DOUBLE_EQ(c->reclaim_slowdown_max, 2.5);
   EXPECT_TRUE(c->single_node_if_fits);
   EXPECT_EQ(c->queue, "fifo");
 
@@ -98,6 +100,7 @@ queue: fifo
   EXPECT_EQ(m->seeds, (std::vector<uint64_t>{1}));
   EXPECT_EQ(m->max_wait_s, -1);
   EXPECT_DOUBLE_EQ(m->slowdown_ok, 1.0);
+  EXPECT_DOUBLE_EQ(m->reclaim_slowdown_max, 0);  // each policy's own
   EXPECT_FALSE(m->single_node_if_fits);
 }
 
@@ -136,6 +139,8 @@ TEST(CompareConfig, EveryErrorSaysWhere) {
       {"max_wait -2", v + p + "max_wait: -2\n", "c.yaml: limit must be >= 0, max_wait >= -1"},
       {"slowdown_ok < 1", v + p + "slowdown_ok: 0.9\n", "c.yaml: limit must be >= 0, max_wait >= -1 and slowdown_ok >= 1"},
       {"limit not a number", v + p + "limit: lots\n", "c.yaml:4: "},
+      {"reclaim_slowdown_max < 1", v + p + "reclaim_slowdown_max: 0.5\n", "c.yaml:4: reclaim_slowdown_max must be >= 1"},
+      {"reclaim_slowdown_max NaN", v + p + "reclaim_slowdown_max: .nan\n", "c.yaml:4: reclaim_slowdown_max must be >= 1"},
       {"no jobs", "version: 1\n" + p, "c.yaml: 'jobs:' (the trace to replay) is required"},
       {"no placers", v, "c.yaml: 'placers:' must list placers"},
       {"empty placers", v + "placers: []\n", "c.yaml: 'placers:' must list placers"},

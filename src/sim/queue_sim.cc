@@ -226,6 +226,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     TIDAL_ASSIGN_OR_RETURN(setup.tenant_options, TenantQueueOptionsFor(options.queue));
     setup.tenant_options.checkpoint_interval_s = options.checkpoint_interval_s;
     setup.tenant_options.restart_penalty_s = options.restart_penalty_s;
+    if (options.reclaim_slowdown_max > 0) setup.tenant_options.reclaim_slowdown_max = options.reclaim_slowdown_max;
   }
   const int64_t t0 = *jobs.front().submit_time_s;
   TIDAL_ASSIGN_OR_RETURN(std::unique_ptr<Replay> replay, Replay::Make(std::move(cluster), std::move(setup), t0));

@@ -92,6 +92,10 @@ struct QueueSimOptions {
   // restart costs restart_penalty_s of run time.
   int64_t checkpoint_interval_s = 1800;
   int64_t restart_penalty_s = 60;
+  // Tenant queues: the slowest placement (x compact) a job reclaiming its
+  // floor takes now rather than waiting (TenantQueueOptions::
+  // reclaim_slowdown_max); 0 = the policy's default.
+  double reclaim_slowdown_max = 0;
   // Run-time estimates the queues plan backfill with: "exact" (perfect
   // knowledge, the default) or "f-model:F" (Mu'alem & Feitelson's f-model:
   // each job's estimate = its run time x a factor uniform in [1, F], seeded

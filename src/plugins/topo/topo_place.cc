@@ -265,7 +265,8 @@ std::optional<Placement> TopoPlace::PlaceGang(const CycleContext& ctx, const Pod
     if (best == cands.size() || better(i, best)) best = i;
   }
   if (best == cands.size()) return std::nullopt;
-  if (!ctx.no_defer && ctx.cost != nullptr && cands[best].slowdown > job.topo_slowdown_ok + 1e-9 && job.topo_max_wait_s != 0 &&
+  const bool too_slow_now = !ctx.no_defer || cands[best].slowdown > ctx.no_defer_slowdown_max + 1e-9;
+  if (too_slow_now && ctx.cost != nullptr && cands[best].slowdown > job.topo_slowdown_ok + 1e-9 && job.topo_max_wait_s != 0 &&
       (job.topo_max_wait_s < 0 || waited < job.topo_max_wait_s)) {
     // Wait for a placement within the tolerance (like Slurm's
     // --switches=N@time): a slower one would cost the cluster
@@ -273,7 +274,11 @@ std::optional<Placement> TopoPlace::PlaceGang(const CycleContext& ctx, const Pod
     // jobs' waiting time. (Measured on Philly at 0.75 load: bounding the wait
     // by the job's own extra run time — ski rental — gave 60% more mean
     // queueing delay than waiting; docs/topology.md.)
-    if (ctx.deferred != nullptr) {
+    if (ctx.deferred != nullptr && ctx.no_defer) {
+      *ctx.deferred = fmt::format("reclaiming its floor, but the best placement now is {:.3f}x slower than a compact "
+                                  "one (a reclaim takes at most {:.2f}x); waiting for a better one",
+                                  cands[best].slowdown, ctx.no_defer_slowdown_max);
+    } else if (ctx.deferred != nullptr) {
       *ctx.deferred = job.topo_max_wait_s < 0
                           ? fmt::format("the best placement now is {:.3f}x slower than a compact one (tolerance {:.2f}x); "
                                         "waiting for a better one",
