@@ -66,38 +66,23 @@ void Consider(std::optional<PreemptionPlan>& best, PreemptionPlan plan, std::spa
   }
 }
 
-// One host: victims by cost per GPU freed there, pruned; or one victim alone.
-std::optional<PreemptionPlan> PlanOnHosts(const ClusterState& c, const PodRequest& pod,
-                                          std::span<const VictimCandidate> candidates, const Admissible& admissible,
-                                          std::optional<int64_t> committed) {
-  // (A cordoned host never shows up: its jobs are not victims below.)
-  auto node_ok = [&](NodeId n) { return Allowed(c, pod, n) && c.gpu_count(n) >= pod.num_gpu(); };
-  // (node, candidate, devices it frees there), grouped by node below: one
-  // flat vector, no per-node containers (a search may see 20k candidates).
-  struct Freed {
-    NodeId node;
-    size_t cand;
-    int32_t k;
-  };
-  std::vector<Freed> all;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const Placement* p = PlacementOf(c, candidates[i]);
-    if (p == nullptr || OnCordonedNode(c, *p)) continue;
-    for (const NodeAssignment& a : p->assignments) {
-      if (committed && a.node != *committed) continue;
-      if (!node_ok(a.node)) continue;
-      const auto free = c.gpu_free(a.node);
-      int32_t k = 0;
-      for (size_t g = 0; g < a.gpus.size(); ++g) {
-        const int32_t after = free[static_cast<size_t>(a.gpus[g])] + a.gpu_milli[g];
-        k += pod.gpu_milli() >= kMilliPerGpu ? after == kMilliPerGpu : after >= pod.gpu_milli();
-      }
-      if (k > 0) all.push_back({a.node, i, k});
-    }
-  }
-  // By node, then cost per GPU freed, ascending: a.cost / a.k < b.cost / b.k.
+// What a candidate frees in a domain (a host, or a topology domain): one
+// flat vector, grouped by domain by PlanInDomains, no per-domain containers
+// (a search may see 20k candidates).
+struct Freed {
+  int64_t domain;
+  size_t cand;
+  int32_t k;  // devices it frees there for the preemptor
+};
+
+// Per domain: victims by cost per GPU freed there, admissible against those
+// chosen before, until need(domain) GPUs; then pruned, dearest first. Also
+// every victim that frees enough alone. The cheapest plan over the domains.
+std::optional<PreemptionPlan> PlanInDomains(std::vector<Freed>& all, std::span<const VictimCandidate> candidates,
+                                            const Admissible& admissible, const std::function<int64_t(int64_t)>& need_in) {
+  // By domain, then cost per GPU freed, ascending: a.cost / a.k < b.cost / b.k.
   std::sort(all.begin(), all.end(), [&](const Freed& a, const Freed& b) {
-    if (a.node != b.node) return a.node < b.node;
+    if (a.domain != b.domain) return a.domain < b.domain;
     const int64_t l = candidates[a.cand].cost * b.k;  // costs < 2^40, k <= 2^10
     const int64_t r = candidates[b.cand].cost * a.k;
     return l != r ? l < r : a.cand < b.cand;
@@ -105,10 +90,10 @@ std::optional<PreemptionPlan> PlanOnHosts(const ClusterState& c, const PodReques
   std::optional<PreemptionPlan> best;
   std::vector<std::pair<size_t, int32_t>> list;
   for (size_t g = 0; g < all.size();) {
-    const NodeId d = all[g].node;
+    const int64_t d = all[g].domain;
     list.clear();
-    for (; g < all.size() && all[g].node == d; ++g) list.push_back({all[g].cand, all[g].k});
-    const int64_t need = pod.num_gpu() - UsableFree(c, pod, d);
+    for (; g < all.size() && all[g].domain == d; ++g) list.push_back({all[g].cand, all[g].k});
+    const int64_t need = need_in(d);
     if (need <= 0) continue;  // room is there already; preemption would not help
     // A lower bound: every victim here together frees too little.
     int64_t most = 0;
@@ -150,6 +135,39 @@ std::optional<PreemptionPlan> PlanOnHosts(const ClusterState& c, const PodReques
     Consider(best, std::move(plan), candidates);
   }
   return best;
+}
+
+// The domain of `level` that holds node n, as a PreemptionPlan::domain (the
+// whole cluster without a level or a topology).
+int64_t DomainOf(const ClusterState& c, std::optional<topo::Level> level, NodeId n) {
+  if (!level || !c.has_topology()) return kWholeCluster;
+  const topo::DomainId d = c.topology().AncestorAt(c.topology().host(c.host_of(n)), *level);
+  return d == topo::kNoDomain ? kWholeCluster : PlanDomain(*level, d);
+}
+
+// One host: victims by cost per GPU freed there, pruned; or one victim alone.
+std::optional<PreemptionPlan> PlanOnHosts(const ClusterState& c, const PodRequest& pod,
+                                          std::span<const VictimCandidate> candidates, const Admissible& admissible,
+                                          std::optional<int64_t> committed) {
+  // (A cordoned host never shows up: its jobs are not victims below.)
+  auto node_ok = [&](NodeId n) { return Allowed(c, pod, n) && c.gpu_count(n) >= pod.num_gpu(); };
+  std::vector<Freed> all;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Placement* p = PlacementOf(c, candidates[i]);
+    if (p == nullptr || OnCordonedNode(c, *p)) continue;
+    for (const NodeAssignment& a : p->assignments) {
+      if (committed && a.node != *committed) continue;
+      if (!node_ok(a.node)) continue;
+      const auto free = c.gpu_free(a.node);
+      int32_t k = 0;
+      for (size_t g = 0; g < a.gpus.size(); ++g) {
+        const int32_t after = free[static_cast<size_t>(a.gpus[g])] + a.gpu_milli[g];
+        k += pod.gpu_milli() >= kMilliPerGpu ? after == kMilliPerGpu : after >= pod.gpu_milli();
+      }
+      if (k > 0) all.push_back({a.node, i, k});
+    }
+  }
+  return PlanInDomains(all, candidates, admissible, [&](int64_t d) { return pod.num_gpu() - UsableFree(c, pod, static_cast<NodeId>(d)); });
 }
 
 // What emptying each host of allowed model would take: whether only
@@ -198,11 +216,7 @@ std::optional<PreemptionPlan> PlanWholeHosts(const ClusterState& c, const PodReq
                                              std::span<const VictimCandidate> candidates, const Admissible& admissible,
                                              std::optional<int64_t> committed, std::optional<topo::Level> level,
                                              const std::vector<HostInfo>& hosts) {
-  auto domain_of = [&](NodeId n) -> int64_t {
-    if (!level || !c.has_topology()) return kWholeCluster;
-    const topo::DomainId d = c.topology().AncestorAt(c.topology().host(c.host_of(n)), *level);
-    return d == topo::kNoDomain ? kWholeCluster : PlanDomain(*level, d);
-  };
+  auto domain_of = [&](NodeId n) { return DomainOf(c, level, n); };
   // Hosts by domain, each domain's cheapest first.
   std::vector<std::pair<int64_t, const HostInfo*>> by;
   by.reserve(hosts.size());
@@ -272,22 +286,13 @@ std::optional<PreemptionPlan> PlanWholeHosts(const ClusterState& c, const PodReq
 std::optional<PreemptionPlan> PlanFreeGpus(const ClusterState& c, const PodRequest& pod,
                                            std::span<const VictimCandidate> candidates, const Admissible& admissible,
                                            std::optional<int64_t> committed, std::optional<topo::Level> level) {
-  auto domain_of = [&](NodeId n) -> int64_t {
-    if (!level || !c.has_topology()) return kWholeCluster;
-    const topo::DomainId d = c.topology().AncestorAt(c.topology().host(c.host_of(n)), *level);
-    return d == topo::kNoDomain ? kWholeCluster : PlanDomain(*level, d);
-  };
+  auto domain_of = [&](NodeId n) { return DomainOf(c, level, n); };
   std::map<int64_t, int64_t> free;  // domain -> usable free GPUs now
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
     if (!Allowed(c, pod, n)) continue;
     const int64_t d = domain_of(n);
     if (!committed || d == *committed) free[d] += c.free_whole_gpus(n);
   }
-  struct Freed {
-    int64_t domain;
-    size_t cand;
-    int32_t k;
-  };
   std::vector<Freed> all;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Placement* p = PlacementOf(c, candidates[i]);
@@ -303,52 +308,7 @@ std::optional<PreemptionPlan> PlanFreeGpus(const ClusterState& c, const PodReque
     for (const auto& [d, n] : k)
       if (n > 0) all.push_back({d, i, n});
   }
-  std::sort(all.begin(), all.end(), [&](const Freed& a, const Freed& b) {
-    if (a.domain != b.domain) return a.domain < b.domain;
-    const int64_t l = candidates[a.cand].cost * b.k;
-    const int64_t r = candidates[b.cand].cost * a.k;
-    return l != r ? l < r : a.cand < b.cand;
-  });
-  std::optional<PreemptionPlan> best;
-  for (size_t g = 0; g < all.size();) {
-    const int64_t d = all[g].domain;
-    size_t end = g;
-    while (end < all.size() && all[end].domain == d) ++end;
-    const int64_t need = pod.num_gpu() - free[d];
-    if (need <= 0) {  // room is there already; preemption would not help
-      g = end;
-      continue;
-    }
-    PreemptionPlan plan{.domain = d};
-    std::vector<int32_t> gave;
-    int64_t got = 0;
-    for (; g < end && got < need; ++g) {
-      if (!admissible(candidates[all[g].cand], plan.victims)) continue;
-      plan.victims.push_back(all[g].cand);
-      gave.push_back(all[g].k);
-      got += all[g].k;
-    }
-    g = end;
-    if (got < need) continue;
-    // Prune, dearest first (dropping one leaves its tenant with more).
-    std::vector<size_t> order(plan.victims.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return candidates[plan.victims[a]].cost > candidates[plan.victims[b]].cost; });
-    std::vector<uint8_t> keep(order.size(), 1);
-    for (size_t k : order) {
-      if (got - gave[k] >= need) {
-        keep[k] = 0;
-        got -= gave[k];
-      }
-    }
-    std::vector<size_t> kept;
-    for (size_t k = 0; k < keep.size(); ++k)
-      if (keep[k]) kept.push_back(plan.victims[k]);
-    plan.victims = std::move(kept);
-    Consider(best, std::move(plan), candidates);
-  }
-  return best;
+  return PlanInDomains(all, candidates, admissible, [&](int64_t d) { return pod.num_gpu() - free[d]; });
 }
 
 }  // namespace
