@@ -145,7 +145,7 @@ void RegisterMfuCommand(CLI::App& app) {
   cmd->add_option("--model", a->model, "preset or YAML/JSON model file (default: from the log's arguments)");
   cmd->add_option("--gpu", a->gpu, "a100, h100, h200, b200, gb200 (default: DCGM modelName)");
   cmd->add_option("--gpus", a->gpus, "GPU count (default: the log's world size)");
-  cmd->add_option("--precision", a->precision, "bf16, fp16 or fp8 (default: from the log, else bf16)");
+  cmd->add_option("--precision", a->precision, "bf16, fp16, fp8, fp8-cs, mxfp8 or nvfp4 (default: from the log, else bf16)");
   cmd->add_option("--tp", a->tp, "layout when the log has none: tensor parallel size");
   cmd->add_option("--pp", a->pp, "pipeline parallel size");
   cmd->add_option("--cp", a->cp, "context parallel size");

@@ -17,8 +17,9 @@ namespace {
 using namespace tidal::planner;
 
 struct PlanArgs {
-  std::string validate;
+  std::vector<std::string> validate;
   std::string split = "all";
+  std::string split_file;
   bool explain = false;
   bool json = false;
   std::string model;
@@ -39,41 +40,81 @@ int Fail(const std::string& what) {
 }
 
 int RunValidate(const PlanArgs& a) {
-  auto cases = LoadCalibrationCases(a.validate);
-  if (!cases) return Fail(cases.error().message + "; check the file has the calibration.csv columns");
-  std::optional<Split> only;
-  if (a.split == "calibration") {
-    only = Split::kCalibration;
-  } else if (a.split == "held-out") {
-    only = Split::kHeldOut;
+  // Which rows calibrate is data: the split file (data/planner/split.csv by
+  // default, when run from the repository root) or a `split` column.
+  std::vector<SplitRule> rules;
+  std::string split_file = a.split_file;
+  if (split_file.empty() && std::filesystem::exists(kDefaultSplitFile)) split_file = kDefaultSplitFile;
+  if (!split_file.empty()) {
+    auto r = LoadSplitRules(split_file);
+    if (!r) return Fail(r.error().message + "; a split file has the columns file,source,model,notes,split");
+    rules = std::move(*r);
   } else if (a.split != "all") {
-    return Fail(fmt::format("--split '{}': use all, calibration or held-out", a.split));
+    fmt::print(stderr, "tidal plan: no split file ({} not found from here; give --split-file): every row without a "
+               "split column counts as validation\n", kDefaultSplitFile);
   }
-  const ValidationReport rep = Validate(*cases, DefaultCalibration(), only);
+  std::vector<CalibrationCase> cases;
+  for (const auto& file : a.validate) {
+    auto c = LoadCalibrationCases(file, rules);
+    if (!c) return Fail(c.error().message + "; check the file has the calibration.csv columns");
+    cases.insert(cases.end(), std::make_move_iterator(c->begin()), std::make_move_iterator(c->end()));
+  }
+  std::optional<Split> only;
+  if (a.split != "all") {
+    auto sp = ParseSplit(a.split);
+    if (!sp) return Fail(fmt::format("--split '{}': use all, calibration or validation", a.split));
+    only = *sp;
+  }
+  const ValidationReport rep = Validate(cases, DefaultCalibration(), only);
+  const bool many = a.validate.size() > 1;
+  auto where = [&](const std::string& file, int line) {
+    return many ? fmt::format("{}:{}", std::filesystem::path(file).filename().string(), line) : std::to_string(line);
+  };
   if (a.json) {
     nlohmann::json j;
     j["rows"] = nlohmann::json::array();
     for (const auto& r : rep.rows) {
-      j["rows"].push_back({{"model", r.model},
+      j["rows"].push_back({{"file", r.file},
+                           {"line", r.line},
+                           {"model", r.model},
                            {"gpus", r.gpus},
                            {"gpu_type", r.gpu_type},
+                           {"generation", r.generation},
+                           {"precision", r.precision},
+                           {"family", r.family},
+                           {"split", std::string(SplitName(r.split))},
+                           {"convention", r.convention},
+                           {"layout", r.layout},
+                           {"assumptions", r.assumptions},
                            {"predicted_tflops", r.predicted_tflops},
                            {"measured_tflops", r.measured_tflops},
                            {"error_pct", r.error_pct}});
     }
+    j["skipped"] = nlohmann::json::array();
+    for (const auto& s : rep.skipped) {
+      j["skipped"].push_back({{"file", s.file}, {"line", s.line}, {"model", s.model}, {"reason", s.reason}});
+    }
+    j["groups"] = nlohmann::json::object();
+    for (const auto& [key, st] : rep.groups) {
+      j["groups"][key] = {{"rows", st.rows},
+                          {"median_abs_error_pct", st.median_abs_error_pct},
+                          {"p90_abs_error_pct", st.p90_abs_error_pct},
+                          {"max_abs_error_pct", st.max_abs_error_pct}};
+    }
     j["summary"] = {{"median_abs_error_pct", rep.median_abs_error_pct},
+                    {"p90_abs_error_pct", rep.p90_abs_error_pct},
                     {"max_abs_error_pct", rep.max_abs_error_pct},
                     {"rows_used", rep.rows_used},
                     {"rows_skipped", rep.rows_skipped}};
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("{:>5}  {:<32} {:>6}  {:<16} {:<12} {:<15} {:>9} {:>9} {:>8}\n", "line", "model", "gpus", "gpu_type",
-             "split", "convention", "predicted", "measured", "error%");
+  fmt::print("{:>7}  {:<32} {:>6}  {:<16} {:<12} {:<7} {:<15} {:>9} {:>9} {:>8}\n", "line", "model", "gpus",
+             "gpu_type", "split", "prec", "convention", "predicted", "measured", "error%");
   for (const auto& r : rep.rows) {
-    fmt::print("{:>5}  {:<32} {:>6}  {:<16} {:<12} {:<15} {:>9.1f} {:>9.1f} {:>+8.1f}\n", r.line, r.model.substr(0, 32),
-               r.gpus, r.gpu_type.substr(0, 16), SplitName(r.split), r.convention, r.predicted_tflops,
-               r.measured_tflops, r.error_pct);
+    fmt::print("{:>7}  {:<32} {:>6}  {:<16} {:<12} {:<7} {:<15} {:>9.1f} {:>9.1f} {:>+8.1f}\n", where(r.file, r.line),
+               r.model.substr(0, 32), r.gpus, r.gpu_type.substr(0, 16), SplitName(r.split), r.precision, r.convention,
+               r.predicted_tflops, r.measured_tflops, r.error_pct);
     if (a.explain) {
       fmt::print("       as {}\n", r.layout);
       for (const auto& x : r.assumptions) fmt::print("       assumed: {}\n", x);
@@ -81,10 +122,18 @@ int RunValidate(const PlanArgs& a) {
   }
   if (!rep.skipped.empty()) {
     fmt::print("\nskipped rows:\n");
-    for (const auto& s : rep.skipped) fmt::print("{:>5}  {:<32} {}\n", s.line, s.model.substr(0, 32), s.reason);
+    for (const auto& s : rep.skipped) {
+      fmt::print("{:>7}  {:<32} {}\n", where(s.file, s.line), s.model.substr(0, 32), s.reason);
+    }
   }
-  fmt::print("\nTFLOP/s per GPU: median |error| {:.1f}%, max |error| {:.1f}%, rows used {}, skipped {}\n",
-             rep.median_abs_error_pct, rep.max_abs_error_pct, rep.rows_used, rep.rows_skipped);
+  fmt::print("\n{:<40} {:>5} {:>9} {:>9} {:>9}\n", "split/generation/precision/family", "rows", "median%", "p90%",
+             "max%");
+  for (const auto& [key, st] : rep.groups) {
+    fmt::print("{:<40} {:>5} {:>9.1f} {:>9.1f} {:>9.1f}\n", key, st.rows, st.median_abs_error_pct,
+               st.p90_abs_error_pct, st.max_abs_error_pct);
+  }
+  fmt::print("\nTFLOP/s per GPU: median |error| {:.1f}%, p90 {:.1f}%, max {:.1f}%, rows used {}, skipped {}\n",
+             rep.median_abs_error_pct, rep.p90_abs_error_pct, rep.max_abs_error_pct, rep.rows_used, rep.rows_skipped);
   return 0;
 }
 
@@ -217,17 +266,21 @@ int RunPlan(const PlanArgs& a) {
 void RegisterPlanCommand(CLI::App& app) {
   auto a = std::make_shared<PlanArgs>();
   auto* cmd = app.add_subcommand("plan", "Choose a parallel strategy, or validate the performance model");
-  cmd->add_option("--validate", a->validate, "CSV of measured runs (calibration.csv layout): predicted vs measured");
-  cmd->add_option("--split", a->split, "with --validate: all, calibration or held-out rows");
+  cmd->add_option("--validate", a->validate,
+                  "CSVs of measured runs (calibration.csv layout): predicted vs measured")
+      ->expected(1, -1);
+  cmd->add_option("--split", a->split, "with --validate: all, calibration or validation rows");
+  cmd->add_option("--split-file", a->split_file,
+                  "with --validate: which rows calibrate (default data/planner/split.csv)");
   cmd->add_flag("--explain", a->explain, "with --validate: each row's layout and the defaults assumed for it");
   cmd->add_flag("--json", a->json, "machine-readable output");
   cmd->add_option("--model", a->model, "preset name (llama3-70b, gpt3-175b, ...) or a YAML/JSON model file");
   cmd->add_option("--gpus", a->gpus, "GPU count");
-  cmd->add_option("--gpu", a->gpu, "a100, h100, h200, b200 or gb200");
+  cmd->add_option("--gpu", a->gpu, "a100, h100, h200, b200, gb200, b300 or gb300");
   cmd->add_option("--cluster", a->cluster,
                   "interconnect: key=value list (domain, nvlink, net, latency, leaf, spine_latency, nodes) or a YAML file");
   cmd->add_option("--top", a->top, "plans to show");
-  cmd->add_option("--precision", a->precision, "bf16, fp16 or fp8");
+  cmd->add_option("--precision", a->precision, "bf16, fp16, fp8 (delayed scaling), fp8-cs, mxfp8 or nvfp4");
   cmd->add_option("--global-batch", a->global_batch, "sequences per step (default: the model's)");
   cmd->add_option("--seq-len", a->seq_len, "sequence length (default: the model's)");
   cmd->add_option("--allreduce-saturation", a->allreduce_saturation,

@@ -68,12 +68,19 @@ Result<std::optional<double>> OptDouble(const CsvRow& r, size_t col, double min,
   return std::optional<double>(v);
 }
 
-Split SplitOf(const std::string& source) {
-  const std::string s = AsciiLower(source);
-  const bool calibration = Has(s, "performance_summary.md@8e3d65dcfe") || Has(s, "2104.04473 tab1") ||
-                           Has(s, "training speed and scalability' + images/model_table.png");
-  const bool strong_scaling_text = Has(s, "strong scaling text");
-  return calibration && !strong_scaling_text ? Split::kCalibration : Split::kHeldOut;
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+Split RuleSplit(const std::vector<SplitRule>& rules, const CalibrationCase& k, const std::string& notes_lower) {
+  const std::string file = AsciiLower(BaseName(k.file));
+  const std::string source = AsciiLower(k.source);
+  const std::string model = AsciiLower(k.model);
+  for (const auto& r : rules) {
+    if (Has(file, r.file) && Has(source, r.source) && Has(model, r.model) && Has(notes_lower, r.notes)) return r.split;
+  }
+  return Split::kValidation;
 }
 
 // Fills one case from one row; returns a skip reason or empty.
@@ -88,7 +95,6 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
   k.source = source;
   k.model = model;
   k.gpu_type = gpu_type;
-  k.split = SplitOf(k.source);
   const std::string notes = AsciiLower(notes_raw);
   const std::string src = AsciiLower(source);
 
@@ -116,8 +122,18 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
   if (!gpu) return gpu.error().message;
   k.gpu = *gpu;
 
-  // Architecture: the row's columns win over a preset of the same name.
+  // Architecture: the row's columns win over a preset of the same name. A
+  // parenthesised qualifier ("DeepSeekV3 (dropless)", "(w/o MTP)") names a
+  // routing or training variant of the same architecture.
+  std::string_view base_model = model;
   auto preset = FindModelPreset(model);
+  if (const size_t paren = model.find(" ("); !preset && paren != std::string_view::npos) {
+    base_model = model.substr(0, paren);
+    preset = FindModelPreset(base_model);
+    if (preset) k.assumptions.push_back(fmt::format("architecture of '{}' for '{}'", base_model, model));
+  }
+  const std::string qualifier = AsciiLower(model.substr(base_model.size()));
+  const bool mtp_stated = Has(qualifier, "mtp");
   ModelSpec m;
   if (preset) {
     m = *preset;
@@ -139,6 +155,7 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
     k.assumptions.push_back("ffn = 4h (Megatron GPT default)");
   }
   if (vocab) m.vocab = *vocab;
+  if (Has(qualifier, "w/o mtp")) m.mtp_layers = 0;
   if (m.vocab == 0) return std::string("vocab missing and no preset");
   if (seq) m.seq_len = *seq;
   if (m.seq_len == 0) return std::string("seq_len missing and no preset");
@@ -147,10 +164,27 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
   if (auto s = ValidateModel(m); !s) return s.error().message;
   k.spec = m;
 
-  // Precision from the notes; A100 has one 16-bit peak so fp16/bf16 agree.
+  // Precision recipe from the notes; A100 has one 16-bit peak so fp16/bf16 agree.
   Precision prec;
-  if (Has(notes, "fp8")) {
+  if (Has(notes, "nvfp4")) {
+    prec = Precision::kNvfp4;
+  } else if (Has(notes, "mxfp8") || Has(notes, "fp8-mx")) {
+    prec = Precision::kMxfp8;
+  } else if (Has(notes, "fp8-cs") || Has(notes, "current scaling")) {
+    prec = Precision::kFp8Current;
+  } else if (Has(notes, "fp8-ds") || Has(notes, "delayed scaling")) {
     prec = Precision::kFp8;
+  } else if (Has(notes, "precision column absent")) {
+    return std::string("precision recipe not stated (the source implies FP8 but not its scaling: per-tensor or block)");
+  } else if (Has(notes, "fp8")) {
+    if (Has(src, "megatron-bridge")) {
+      prec = Precision::kFp8Current;
+      k.assumptions.push_back("FP8 recipe: current scaling (Megatron-Bridge's FP8 recipe; its 25.11 table labels "
+                              "these runs FP8-CS)");
+    } else {
+      prec = Precision::kFp8;
+      k.assumptions.push_back("FP8 recipe: delayed scaling (Transformer Engine's default before 2025)");
+    }
   } else if (Has(notes, "bf16")) {
     prec = Precision::kBf16;
   } else if (Has(notes, "fp16")) {
@@ -203,20 +237,39 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
   }
   s.grad_accum = m.global_batch / (s.micro_batch * s.dp);
 
-  // FLOPs convention.
-  FlopsConvention conv;
+  // FLOPs convention (and, for a model with multi-token prediction whose row
+  // does not say, whether the MTP module ran: its FLOPs are counted).
+  FlopsConvention conv = FlopsConvention::kMegatron;
   if (auto tok = NoteNumber(notes, R"(tokens/s/gpu=([0-9.]+))"); tok && tflops) {
     const double implied = *tflops * 1e12 / *tok;
-    const double meg = FlopsPerToken(m, m.seq_len, FlopsConvention::kMegatron);
-    const double cau = FlopsPerToken(m, m.seq_len, FlopsConvention::kMegatronCausal);
-    const double em = std::abs(implied / meg - 1), ec = std::abs(implied / cau - 1);
-    if (std::min(em, ec) > 0.04) {
+    std::vector<int> mtp_options = {m.mtp_layers};
+    if (m.mtp_layers > 0 && !mtp_stated) mtp_options.push_back(0);
+    double best = 1e9, meg = 0, cau = 0;
+    int best_mtp = m.mtp_layers;
+    for (int mtp : mtp_options) {
+      ModelSpec v = m;
+      v.mtp_layers = mtp;
+      const double fm = FlopsPerToken(v, v.seq_len, FlopsConvention::kMegatron);
+      const double fc = FlopsPerToken(v, v.seq_len, FlopsConvention::kMegatronCausal);
+      if (mtp == m.mtp_layers) meg = fm, cau = fc;
+      const double em = std::abs(implied / fm - 1), ec = std::abs(implied / fc - 1);
+      if (std::min(em, ec) < best) {
+        best = std::min(em, ec);
+        best_mtp = mtp;
+        conv = em <= ec ? FlopsConvention::kMegatron : FlopsConvention::kMegatronCausal;
+      }
+    }
+    if (best > 0.04) {
       return fmt::format(
           "FLOPs convention unclear: TFLOPs / tokens-per-s = {:.3g} FLOP/token, Megatron formula {:.3g}, causal "
           "{:.3g}",
           implied, meg, cau);
     }
-    conv = em <= ec ? FlopsConvention::kMegatron : FlopsConvention::kMegatronCausal;
+    if (best_mtp != m.mtp_layers) {
+      k.assumptions.push_back(fmt::format("no MTP module (TFLOPs / tokens-per-s matches {} MTP layers)", best_mtp));
+      m.mtp_layers = best_mtp;
+      k.spec = m;
+    }
   } else if (Has(notes, "eq.3") || Has(notes, "incl. recompute")) {
     conv = FlopsConvention::kNarayananEq3;
   } else if (Has(notes, "eq.7") || Has(notes, "2024 megatron")) {
@@ -259,13 +312,26 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
     std::from_chars(zero_raw.data(), zero_raw.data() + zero_raw.size(), z);
     if (z < 0 || z > 3) return fmt::format("zero_stage '{}' not understood", zero_raw);
     s.zero_stage = z;
-  } else if (Has(notes, "overlap-param-gather") || Has(notes, "distributed optimizer") || Has(src, "nvidia/nemo:")) {
+  } else if (Has(notes, "megatron-fsdp") || Has(notes, "fsdp2")) {
+    s.zero_stage = 3;
+    k.assumptions.push_back("ZeRO-3 (Megatron-FSDP / FSDP2 shard weights, gradients and optimizer state)");
+  } else if (Has(notes, "overlap-param-gather") || Has(notes, "distributed optimizer") || Has(src, "nvidia/nemo:") ||
+             Has(src, "megatron-bridge")) {
     s.zero_stage = 1;
     k.assumptions.push_back("distributed optimizer (implied by --overlap-param-gather / NeMo default)");
   }
   s.overlap_grad_reduce = !(Has(notes, "ddp=local") || Has(notes, "ddp=torch") || Has(notes, "no dp grad") ||
                             Has(src, "2104.04473") || Has(src, "gpt-3-example"));
   s.overlap_tp_comm = Has(notes, "tp-comm-overlap");
+  if (s.ep > 1 && Has(src, "megatron-bridge")) {
+    s.overlap_ep_comm = true;
+    k.assumptions.push_back("EP all-to-all overlapped with another micro-batch's compute (Megatron-Bridge MoE "
+                            "recipes, --overlap-moe-expert-parallel-comm)");
+    if (s.tp * s.cp * s.ep > k.gpu.nvlink_domain) {
+      s.ep_dedup = true;
+      k.assumptions.push_back("flex dispatcher (DeepEP/HybridEP) for an EP group wider than the NVLink domain");
+    }
+  }
   if (m.layers % s.pp != 0) {
     if (!SplitLayers(m.layers, s.pp, s.first_stage_layers, s.last_stage_layers)) {
       return fmt::format("pp {} does not divide {} layers and no first/last-stage split fits", s.pp, m.layers);
@@ -280,7 +346,7 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
   if (tflops) {
     k.measured_tflops = *tflops;
   } else if (mfu) {
-    k.measured_tflops = *mfu / 100.0 * (prec == Precision::kFp8 ? k.gpu.fp8_tflops : k.gpu.bf16_tflops);
+    k.measured_tflops = *mfu / 100.0 * k.gpu.PeakFlops(prec).value_or(0) / 1e12;
     k.assumptions.push_back("measured TFLOP/s = MFU x peak");
   } else if (auto it = NoteNumber(notes, R"(iteration time ([0-9.]+) s)")) {
     k.measured_tflops = FlopsPerToken(m, m.seq_len, conv) * m.global_batch * m.seq_len / *it / k.gpus / 1e12;
@@ -300,21 +366,82 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
-std::string_view SplitName(Split s) { return s == Split::kCalibration ? "calibration" : "held-out"; }
+std::string_view SplitName(Split s) { return s == Split::kCalibration ? "calibration" : "validation"; }
 
-Result<std::vector<CalibrationCase>> LoadCalibrationCases(const std::string& path) {
+Result<Split> ParseSplit(std::string_view s) {
+  const std::string l = AsciiLower(s);
+  if (l == "calibration") return Split::kCalibration;
+  if (l == "validation" || l == "held-out") return Split::kValidation;
+  return MakeError(ErrorCode::kInvalidArgument, "split '{}': use calibration or validation", s);
+}
+
+Result<std::vector<SplitRule>> LoadSplitRules(const std::string& path) {
+  TIDAL_ASSIGN_OR_RETURN(CsvTable t, CsvTable::ReadFile(path));
+  size_t col[5];
+  const char* names[5] = {"file", "source", "model", "notes", "split"};
+  for (int i = 0; i < 5; ++i) {
+    TIDAL_ASSIGN_OR_RETURN(col[i], t.RequireColumn(names[i]));
+  }
+  std::vector<SplitRule> rules;
+  for (const auto& r : t.rows()) {
+    SplitRule rule;
+    rule.line = r.line();
+    std::string* fields[4] = {&rule.file, &rule.source, &rule.model, &rule.notes};
+    for (int i = 0; i < 4; ++i) {
+      TIDAL_ASSIGN_OR_RETURN(std::string_view v, r.Str(col[i]));
+      *fields[i] = AsciiLower(v);
+    }
+    TIDAL_ASSIGN_OR_RETURN(std::string_view split, r.Str(col[4]));
+    auto sp = ParseSplit(split);
+    if (!sp) return MakeError(ErrorCode::kParse, "{}: {}", r.Where(col[4]), sp.error().message);
+    rule.split = *sp;
+    if (rule.file.empty() && rule.source.empty() && rule.model.empty() && rule.notes.empty()) {
+      return MakeError(ErrorCode::kParse, "{}: a rule needs at least one of file, source, model, notes (it would match "
+                       "every row)", r.Where(col[0]));
+    }
+    rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
+Result<std::vector<CalibrationCase>> LoadCalibrationCases(const std::string& path,
+                                                          const std::vector<SplitRule>& rules) {
   TIDAL_ASSIGN_OR_RETURN(CsvTable t, CsvTable::ReadFile(path));
   TIDAL_ASSIGN_OR_RETURN(Columns c, FindColumns(t));
+  const std::optional<size_t> split_col = t.FindColumn("split");
   std::vector<CalibrationCase> out;
   for (const auto& r : t.rows()) {
     CalibrationCase k;
+    k.file = path;
     TIDAL_ASSIGN_OR_RETURN(std::string reason, FillCase(r, c, k));
     k.usable = reason.empty();
     k.skip_reason = std::move(reason);
     if (k.line == 0) k.line = r.line();
+    if (split_col && !r.Empty(*split_col)) {
+      TIDAL_ASSIGN_OR_RETURN(std::string_view v, r.Str(*split_col));
+      auto sp = ParseSplit(v);
+      if (!sp) return MakeError(ErrorCode::kParse, "{}: {}", r.Where(*split_col), sp.error().message);
+      k.split = *sp;
+    } else {
+      TIDAL_ASSIGN_OR_RETURN(std::string_view notes, r.Str(c.notes));
+      k.split = RuleSplit(rules, k, AsciiLower(notes));
+    }
     out.push_back(std::move(k));
   }
   return out;
+}
+
+ErrorStats StatsOf(std::vector<double> v) {
+  ErrorStats st;
+  st.rows = static_cast<int>(v.size());
+  if (v.empty()) return st;
+  std::sort(v.begin(), v.end());
+  st.median_abs_error_pct = Median(v);
+  // Nearest rank: the smallest value at or above 90% of the rows.
+  const size_t rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(v.size())));
+  st.p90_abs_error_pct = v[std::max<size_t>(rank, 1) - 1];
+  st.max_abs_error_pct = v.back();
+  return st;
 }
 
 double PredictCaseTflops(const CalibrationCase& c, const Calibration& cal) {
@@ -328,17 +455,22 @@ ValidationReport Validate(const std::vector<CalibrationCase>& cases, const Calib
                           std::optional<Split> only) {
   ValidationReport rep;
   std::vector<double> errs;
+  std::vector<std::pair<std::string, std::vector<double>>> groups;
   for (const auto& c : cases) {
     if (only && c.split != *only) continue;
     if (!c.usable) {
-      rep.skipped.push_back({c.line, c.model, c.skip_reason});
+      rep.skipped.push_back({c.file, c.line, c.model, c.skip_reason});
       continue;
     }
     ValidationRow r;
+    r.file = c.file;
     r.line = c.line;
     r.model = c.model;
     r.gpus = c.gpus;
     r.gpu_type = c.gpu_type;
+    r.generation = c.gpu.generation;
+    r.precision = std::string(PrecisionName(c.strategy.precision));
+    r.family = c.spec.IsMoe() ? "moe" : "dense";
     r.split = c.split;
     r.predicted_tflops = PredictCaseTflops(c, cal);
     r.measured_tflops = c.measured_tflops;
@@ -350,12 +482,20 @@ ValidationReport Validate(const std::vector<CalibrationCase>& cases, const Calib
                            s.dp, s.cp, s.ep, s.vpp, s.micro_batch, s.grad_accum, s.zero_stage,
                            RecomputeName(s.recompute), s.sequence_parallel ? " sp" : "", PrecisionName(s.precision));
     errs.push_back(std::abs(r.error_pct));
+    const std::string key = fmt::format("{}/{}/{}/{}", SplitName(r.split), r.generation, r.precision, r.family);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
+    it->second.push_back(std::abs(r.error_pct));
     rep.rows.push_back(std::move(r));
   }
   rep.rows_used = static_cast<int>(rep.rows.size());
   rep.rows_skipped = static_cast<int>(rep.skipped.size());
-  rep.median_abs_error_pct = Median(errs);
-  rep.max_abs_error_pct = errs.empty() ? 0 : *std::max_element(errs.begin(), errs.end());
+  const ErrorStats all = StatsOf(errs);
+  rep.median_abs_error_pct = all.median_abs_error_pct;
+  rep.p90_abs_error_pct = all.p90_abs_error_pct;
+  rep.max_abs_error_pct = all.max_abs_error_pct;
+  std::sort(groups.begin(), groups.end());
+  for (auto& [key, v] : groups) rep.groups.emplace_back(key, StatsOf(std::move(v)));
   return rep;
 }
 
@@ -373,14 +513,18 @@ Calibration FitCalibration(const std::vector<CalibrationCase>& cases, const Cali
     }
     return l;
   };
-  // The parameters: one GEMM fraction per (GPU, precision class) that has
-  // calibration rows, plus the collective efficiency.
-  std::vector<std::pair<std::string, bool>> keys;
+  // The parameters: one GEMM fraction per (generation, GEMM format)
+  // that has calibration rows, the collective efficiency, and the fixed MoE
+  // layer cost when MoE rows calibrate.
+  std::vector<std::pair<std::string, std::string>> keys;
+  bool moe = false;
   for (const auto* c : fit_rows) {
-    std::pair<std::string, bool> key{c->gpu.name, c->strategy.precision == Precision::kFp8};
+    std::pair<std::string, std::string> key{c->gpu.generation, std::string(GemmFormat(c->strategy.precision))};
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    moe = moe || c->spec.IsMoe();
   }
-  for (const auto& [g, f8] : keys) cal.SetGemmFraction(g, f8, cal.GemmFraction(g, f8));
+  std::sort(keys.begin(), keys.end());
+  for (const auto& [g, b] : keys) cal.SetGemmFraction(g, b, cal.GemmFraction(g, b));
   auto golden = [&](auto set, double lo, double hi) {
     const double phi = (std::sqrt(5.0) - 1) / 2;
     double a = lo, b = hi;
@@ -398,10 +542,13 @@ Calibration FitCalibration(const std::vector<CalibrationCase>& cases, const Cali
     set(cal, (a + b) / 2);
   };
   for (int sweep = 0; sweep < 4; ++sweep) {
-    for (const auto& [g, f8] : keys) {
-      golden([&, g = g, f8 = f8](Calibration& c, double v) { c.SetGemmFraction(g, f8, v); }, 0.15, 1.0);  // physical range of a fraction of peak
+    for (const auto& [g, b] : keys) {
+      // The physical range of a fraction of peak.
+      golden([&, g = g, b = b](Calibration& c, double v) { c.SetGemmFraction(g, b, v); }, 0.15, 1.0);
     }
     golden([](Calibration& c, double v) { c.collective_efficiency = v; }, 0.1, 1.0);
+    // A fixed cost per MoE layer and micro-batch between none and 20 ms.
+    if (moe) golden([](Calibration& c, double v) { c.moe_layer_overhead_us = v; }, 0.0, 20000.0);
   }
   return cal;
 }

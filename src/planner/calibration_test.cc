@@ -7,60 +7,82 @@
 namespace tidal::planner {
 namespace {
 
+// The bounds: median |error| on the calibration rows at most 5%;
+// the validation median is an alarm (nothing is fitted on those rows).
+constexpr double kCalibrationMedianBound = 5.0;
+constexpr double kValidationMedianAlarm = 15.0;
+
 std::string CalibrationCsv() { return std::string(TIDAL_SHARED_DIR) + "/planner/calibration.csv"; }
+std::string BlackwellCsv() { return std::string(TIDAL_SHARED_DIR) + "/planner/blackwell-moe.csv"; }
+std::string SplitFile() { return std::string(TIDAL_SOURCE_DIR) + "/" + kDefaultSplitFile; }
 
 #define SKIP_WITHOUT_SHARED()                                                             \
   if (!std::filesystem::exists(CalibrationCsv())) GTEST_SKIP() << "no " << CalibrationCsv() \
                                                                << " (shared data not mounted)"
 
+// Both published files, split by the shipped rules.
+std::vector<CalibrationCase> AllCases() {
+  auto rules = LoadSplitRules(SplitFile());
+  EXPECT_TRUE(rules) << rules.error().message;
+  std::vector<CalibrationCase> out;
+  for (const auto& f : {CalibrationCsv(), BlackwellCsv()}) {
+    auto cases = LoadCalibrationCases(f, rules ? *rules : std::vector<SplitRule>{});
+    EXPECT_TRUE(cases) << cases.error().message;
+    if (cases) out.insert(out.end(), cases->begin(), cases->end());
+  }
+  return out;
+}
+
 void Print(const ValidationReport& rep) {
   for (const auto& r : rep.rows) {
-    std::printf("  line %3d %-28s %5d %-10s %-9s pred %7.1f meas %7.1f err %+6.1f%%\n", r.line, r.model.c_str(), r.gpus,
-                std::string(SplitName(r.split)).c_str(), r.convention.c_str(), r.predicted_tflops, r.measured_tflops,
-                r.error_pct);
+    std::printf("  line %3d %-28s %5d %-10s %-6s %-9s pred %7.1f meas %7.1f err %+6.1f%%\n", r.line, r.model.c_str(),
+                r.gpus, std::string(SplitName(r.split)).c_str(), r.precision.c_str(), r.convention.c_str(),
+                r.predicted_tflops, r.measured_tflops, r.error_pct);
   }
   for (const auto& s : rep.skipped) std::printf("  skip %3d %-28s %s\n", s.line, s.model.c_str(), s.reason.c_str());
-  std::printf("  median %.1f%% max %.1f%% used %d skipped %d\n", rep.median_abs_error_pct, rep.max_abs_error_pct,
-              rep.rows_used, rep.rows_skipped);
+  for (const auto& [k, st] : rep.groups) {
+    std::printf("  %-36s %3d median %5.1f%% p90 %5.1f%% max %5.1f%%\n", k.c_str(), st.rows, st.median_abs_error_pct,
+                st.p90_abs_error_pct, st.max_abs_error_pct);
+  }
+  std::printf("  median %.1f%% p90 %.1f%% max %.1f%% used %d skipped %d\n", rep.median_abs_error_pct,
+              rep.p90_abs_error_pct, rep.max_abs_error_pct, rep.rows_used, rep.rows_skipped);
 }
 
-TEST(CalibrationTest, MedianErrorOnCalibrationRowsAtMostTenPercent) {
+TEST(CalibrationTest, MedianErrorOnCalibrationRows) {
   SKIP_WITHOUT_SHARED();
-  auto cases = LoadCalibrationCases(CalibrationCsv());
-  ASSERT_TRUE(cases) << cases.error().message;
-  const ValidationReport rep = Validate(*cases, DefaultCalibration(), Split::kCalibration);
+  const ValidationReport rep = Validate(AllCases(), DefaultCalibration(), Split::kCalibration);
   Print(rep);
-  EXPECT_GE(rep.rows_used, 20);
-  EXPECT_LE(rep.median_abs_error_pct, 10.0);
+  EXPECT_GE(rep.rows_used, 40);
+  EXPECT_LE(rep.median_abs_error_pct, kCalibrationMedianBound);
 }
 
-TEST(CalibrationTest, HeldOutRowsReported) {
+TEST(CalibrationTest, ValidationRowsReported) {
   SKIP_WITHOUT_SHARED();
-  auto cases = LoadCalibrationCases(CalibrationCsv());
-  ASSERT_TRUE(cases) << cases.error().message;
-  const ValidationReport rep = Validate(*cases, DefaultCalibration(), Split::kHeldOut);
+  const ValidationReport rep = Validate(AllCases(), DefaultCalibration(), Split::kValidation);
   Print(rep);
-  EXPECT_GE(rep.rows_used, 25);
+  EXPECT_GE(rep.rows_used, 100);
   // A regression alarm, not a fit target: nothing is tuned on these rows.
-  EXPECT_LE(rep.median_abs_error_pct, 15.0);
+  EXPECT_LE(rep.median_abs_error_pct, kValidationMedianAlarm);
 }
 
 TEST(CalibrationTest, RefitReproducesDefaults) {
   SKIP_WITHOUT_SHARED();
-  auto cases = LoadCalibrationCases(CalibrationCsv());
-  ASSERT_TRUE(cases) << cases.error().message;
+  const std::vector<CalibrationCase> cases = AllCases();
   const Calibration def = DefaultCalibration();
-  const Calibration fit = FitCalibration(*cases, def);
+  const Calibration fit = FitCalibration(cases, def);
   for (const auto& e : fit.entries) {
-    std::printf("  fitted %s %s: %.3f\n", e.gpu.c_str(), e.fp8 ? "fp8" : "bf16", e.gemm_fraction);
+    std::printf("  fitted %s %s: %.3f\n", e.generation.c_str(), e.format.c_str(), e.gemm_fraction);
   }
-  std::printf("  fitted collective efficiency %.3f\n", fit.collective_efficiency);
-  const ValidationReport after = Validate(*cases, fit, Split::kCalibration);
+  std::printf("  fitted collective efficiency %.3f, MoE layer cost %.0f us\n", fit.collective_efficiency,
+              fit.moe_layer_overhead_us);
+  const ValidationReport after = Validate(cases, fit, Split::kCalibration);
   std::printf("  refit median %.1f%% max %.1f%%\n", after.median_abs_error_pct, after.max_abs_error_pct);
+  ASSERT_EQ(fit.entries.size(), def.entries.size());
   for (const auto& e : def.entries) {
-    EXPECT_NEAR(fit.GemmFraction(e.gpu, e.fp8), e.gemm_fraction, 0.03) << e.gpu << (e.fp8 ? " fp8" : " bf16");
+    EXPECT_NEAR(fit.GemmFraction(e.generation, e.format), e.gemm_fraction, 0.03) << e.generation << " " << e.format;
   }
   EXPECT_NEAR(fit.collective_efficiency, def.collective_efficiency, 0.05);
+  EXPECT_NEAR(fit.moe_layer_overhead_us, def.moe_layer_overhead_us, 0.1 * def.moe_layer_overhead_us + 50);
 }
 
 }  // namespace
@@ -70,8 +92,11 @@ namespace tidal::planner {
 namespace {
 
 // The published runs ran, so they fitted: the memory model must agree for
-// (almost) all Megatron/NeMo layouts. FSDP2 rows are left out: whether they
-// checkpointed activations is not stated.
+// (almost) all Megatron/NeMo layouts of calibration.csv. FSDP2 rows are left
+// out: whether they checkpointed activations is not stated. The Megatron-
+// Bridge rows of blackwell-moe.csv are not held to it: their recipes save
+// memory in ways the rows do not state (fine-grained recompute modules,
+// BF16 main gradients); docs/planner.md gives the count.
 TEST(CalibrationTest, PublishedLayoutsFitInMemory) {
   SKIP_WITHOUT_SHARED();
   auto cases = LoadCalibrationCases(CalibrationCsv());
@@ -90,6 +115,100 @@ TEST(CalibrationTest, PublishedLayoutsFitInMemory) {
   }
   EXPECT_GE(total, 45);
   EXPECT_GE(fit, total * 95 / 100);
+}
+
+}  // namespace
+}  // namespace tidal::planner
+
+namespace tidal::planner {
+namespace {
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  FILE* f = std::fopen(path.c_str(), "w");
+  EXPECT_NE(f, nullptr);
+  if (f) {
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+  return path;
+}
+
+TEST(SplitRulesTest, BadInputsSayWhereAndWhat) {
+  const struct {
+    const char* name;
+    std::string text;
+    std::string want;
+  } rows[] = {
+      {"no split column", "file,source,model,notes\ncalibration.csv,x,,\n", "split"},
+      {"no notes column", "file,source,model,split\ncalibration.csv,x,,calibration\n", "notes"},
+      {"unknown split", "file,source,model,notes,split\ncalibration.csv,x,,,maybe\n", "split_rules.csv:2"},
+      {"rule matching everything", "file,source,model,notes,split\n,,,,calibration\n", "at least one of"},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.name);
+    auto rules = LoadSplitRules(WriteTemp("split_rules.csv", r.text));
+    ASSERT_FALSE(rules);
+    EXPECT_NE(rules.error().message.find(r.want), std::string::npos) << rules.error().message;
+  }
+  EXPECT_FALSE(LoadSplitRules(::testing::TempDir() + "/no_such_split.csv"));
+}
+
+// Which rows calibrate is data: the first matching rule decides, rows no rule
+// names validate, and a `split` column in the CSV wins over the rules.
+TEST(SplitRulesTest, FirstMatchingRuleDecidesAndASplitColumnWins) {
+  SKIP_WITHOUT_SHARED();
+  const std::string header =
+      "source,model,params_b,layers,hidden,heads,ffn,vocab,seq_len,global_batch,micro_batch,gpus,gpu_type,tp,pp,dp,"
+      "cp,ep,vpp,recompute,zero_stage,achieved_tflops_per_gpu,mfu_percent,notes";
+  const std::string row_a = "paper A,LLAMA3-70B,,,,,,,,1024,1,64,H100,8,1,,,,,,,400,,bf16; note one";
+  const std::string row_b = "paper B,LLAMA3-70B,,,,,,,,1024,1,64,H100,8,1,,,,,,,400,,bf16; note two";
+  const std::string csv = WriteTemp("runs.csv", header + "\n" + row_a + "\n" + row_b + "\n");
+  auto rules = LoadSplitRules(WriteTemp(
+      "rules.csv", "file,source,model,notes,split,why\nruns.csv,paper,,note two,validation,first\nruns.csv,paper,,,"
+                   "calibration,second\nother.csv,paper,,,validation,another file\n"));
+  ASSERT_TRUE(rules) << rules.error().message;
+  auto cases = LoadCalibrationCases(csv, *rules);
+  ASSERT_TRUE(cases) << cases.error().message;
+  ASSERT_EQ(cases->size(), 2u);
+  EXPECT_EQ((*cases)[0].split, Split::kCalibration);  // only the second rule matches
+  EXPECT_EQ((*cases)[1].split, Split::kValidation);   // the first rule wins
+  auto none = LoadCalibrationCases(csv, {});
+  ASSERT_TRUE(none);
+  EXPECT_EQ((*none)[0].split, Split::kValidation);  // no rule: validation
+
+  const std::string with_col = WriteTemp(
+      "runs_split.csv", header + ",split\n" + row_a + ",validation\n" + row_b + ",calibration\n");
+  auto col = LoadCalibrationCases(with_col, *rules);
+  ASSERT_TRUE(col) << col.error().message;
+  EXPECT_EQ((*col)[0].split, Split::kValidation);
+  EXPECT_EQ((*col)[1].split, Split::kCalibration);
+  auto bad = LoadCalibrationCases(WriteTemp("runs_bad.csv", header + ",split\n" + row_a + ",sometimes\n"), *rules);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("runs_bad.csv:2"), std::string::npos) << bad.error().message;
+}
+
+TEST(SplitRulesTest, ShippedRulesHoldOutWholeModelsAndVersions) {
+  SKIP_WITHOUT_SHARED();
+  const std::vector<CalibrationCase> cases = AllCases();
+  int cal = 0;
+  for (const auto& c : cases) {
+    if (c.split != Split::kCalibration) continue;
+    ++cal;
+    // DeepSeek-V3 never calibrates, nor any Megatron-Bridge container but 26.06.
+    EXPECT_EQ(c.model.find("DeepSeek"), std::string::npos) << c.file << ":" << c.line;
+  }
+  EXPECT_EQ(cal, 42);
+}
+
+TEST(ErrorStatsTest, MedianAndNearestRankP90) {
+  const ErrorStats s = StatsOf({5, 1, 3, 2, 4, 10, 7, 6, 9, 8});
+  EXPECT_EQ(s.rows, 10);
+  EXPECT_DOUBLE_EQ(s.median_abs_error_pct, 5.5);
+  EXPECT_DOUBLE_EQ(s.p90_abs_error_pct, 9);
+  EXPECT_DOUBLE_EQ(s.max_abs_error_pct, 10);
+  EXPECT_DOUBLE_EQ(StatsOf({4}).p90_abs_error_pct, 4);
+  EXPECT_EQ(StatsOf({}).rows, 0);
 }
 
 }  // namespace

@@ -42,21 +42,51 @@ std::set<std::string> Keys(const nlohmann::json& j) {
 
 TEST(PlanCliTest, ValidateJsonHasExactlyTheIssueKeys) {
   if (!std::filesystem::exists(kShared + "/planner/calibration.csv")) GTEST_SKIP() << "shared data not mounted";
-  const Output r = Tidal("plan --validate " + kShared + "/planner/calibration.csv --json");
+  const std::string split = std::string(TIDAL_SOURCE_DIR) + "/data/planner/split.csv";
+  const Output r = Tidal("plan --validate " + kShared + "/planner/calibration.csv " + kShared +
+                         "/planner/blackwell-moe.csv --split-file " + split + " --json");
   ASSERT_EQ(r.status, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(Keys(j), (std::set<std::string>{"rows", "summary"}));
+  EXPECT_EQ(Keys(j), (std::set<std::string>{"rows", "skipped", "groups", "summary"}));
   ASSERT_FALSE(j["rows"].empty());
+  std::set<std::string> files;
   for (const auto& row : j["rows"]) {
-    EXPECT_EQ(Keys(row), (std::set<std::string>{"model", "gpus", "gpu_type", "predicted_tflops", "measured_tflops",
-                                                 "error_pct"}));
+    EXPECT_EQ(Keys(row), (std::set<std::string>{"file", "line", "model", "gpus", "gpu_type", "generation", "precision",
+                                                 "family", "split", "convention", "layout", "assumptions",
+                                                 "predicted_tflops", "measured_tflops", "error_pct"}));
+    files.insert(std::filesystem::path(row["file"].get<std::string>()).filename().string());
   }
-  EXPECT_EQ(Keys(j["summary"]),
-            (std::set<std::string>{"median_abs_error_pct", "max_abs_error_pct", "rows_used", "rows_skipped"}));
-  EXPECT_EQ(j["summary"]["rows_used"].get<int>() + j["summary"]["rows_skipped"].get<int>(), 77);
-  const Output cal = Tidal("plan --validate " + kShared + "/planner/calibration.csv --split calibration --json");
+  EXPECT_EQ(files, (std::set<std::string>{"calibration.csv", "blackwell-moe.csv"}));
+  for (const auto& s : j["skipped"]) EXPECT_EQ(Keys(s), (std::set<std::string>{"file", "line", "model", "reason"}));
+  EXPECT_EQ(Keys(j["summary"]), (std::set<std::string>{"median_abs_error_pct", "p90_abs_error_pct",
+                                                        "max_abs_error_pct", "rows_used", "rows_skipped"}));
+  // Every row of both files is either modelled or skipped with its reason.
+  EXPECT_EQ(j["summary"]["rows_used"].get<int>() + j["summary"]["rows_skipped"].get<int>(), 77 + 114);
+  EXPECT_GE(j["summary"]["rows_used"].get<int>(), (77 + 114) * 3 / 4);  // the issue: at least 75% modelled
+  EXPECT_TRUE(j["groups"].contains("calibration/blackwell/nvfp4/dense"));
+  EXPECT_TRUE(j["groups"].contains("validation/blackwell/mxfp8/moe"));
+  const Output cal = Tidal("plan --validate " + kShared + "/planner/calibration.csv " + kShared +
+                           "/planner/blackwell-moe.csv --split-file " + split + " --split calibration --json");
   ASSERT_EQ(cal.status, 0);
-  EXPECT_LE(nlohmann::json::parse(cal.out)["summary"]["median_abs_error_pct"].get<double>(), 10.0);
+  const auto c = nlohmann::json::parse(cal.out);
+  EXPECT_LE(c["summary"]["median_abs_error_pct"].get<double>(), 5.0);
+  for (const auto& row : c["rows"]) EXPECT_EQ(row["split"], "calibration");
+}
+
+TEST(PlanCliTest, SplitFileErrorsNameTheLine) {
+  const std::string dir = ::testing::TempDir();
+  const std::string bad = dir + "/split_bad.csv";
+  FILE* f = std::fopen(bad.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("file,source,model,notes,split\ncalibration.csv,nemo,,,maybe\n", f);
+  std::fclose(f);
+  const Output r = Tidal("plan --validate " + kShared + "/planner/calibration.csv --split-file " + bad);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("split_bad.csv:2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("'maybe'"), std::string::npos) << r.out;
+  const Output missing = Tidal("plan --validate " + kShared + "/planner/calibration.csv --split-file " + dir + "/none.csv");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.out.find("none.csv"), std::string::npos) << missing.out;
 }
 
 TEST(PlanCliTest, PlanJsonHasTheIssueFieldsAndLaunchConfigs) {

@@ -34,6 +34,39 @@ double RingGatherOrScatter(double bytes, int g, Link l, double eff) {
 
 int CeilDiv(int a, int b) { return (a + b - 1) / b; }
 
+// Elements per token and layer that a low-precision recipe quantises on one
+// TP rank: the inputs of the linear GEMMs forward (QKV, projection, FC1, FC2)
+// and the gradients arriving at their outputs backward. Expert GEMMs see
+// every routed copy of a token.
+double QuantizedElementsPerToken(const ModelSpec& m, int tp, bool sp, double moe_frac) {
+  const double h = m.hidden, q = m.QDim(), kv = m.KvDim();
+  const double hs = h / (sp ? tp : 1);
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  const double attn = hs + q / tp + (q + 2 * kv) / tp + hs;
+  const double dense_mlp = hs + m.ffn / tp + gate * m.ffn / tp + hs;
+  const double copies = m.top_k + m.shared_experts;
+  const double moe_mlp = copies * (2 * h + (1 + gate) * m.expert_ffn / tp);
+  return attn + (1 - moe_frac) * dense_mlp + moe_frac * moe_mlp;
+}
+
+// HBM bytes moved per quantised element (read BF16, write the low-precision
+// copies and scales). Per-tensor delayed scaling: one fused cast-and-amax
+// pass plus the transposed copy the weight-gradient GEMM needs (2 + 1 + 1).
+// Current scaling adds an amax pass before the cast (+2). MXFP8 writes a
+// rowwise and a columnwise copy with an E8M0 scale per 32 elements
+// (2 + 2 x (1 + 1/32)). NVFP4 writes two 4-bit copies with an FP8 scale per
+// 16 elements and applies a random Hadamard transform to the weight-gradient
+// inputs (a further read and write of a BF16 tensor: 2 + 2 x (0.5 + 1/16) + 4).
+double QuantBytesPerElement(Precision p) {
+  switch (p) {
+    case Precision::kFp8: return 4.0;
+    case Precision::kFp8Current: return 6.0;
+    case Precision::kMxfp8: return 2.0 + 2.0 * (1.0 + 1.0 / 32);
+    case Precision::kNvfp4: return 2.0 + 2.0 * (0.5 + 1.0 / 16) + 4.0;
+    default: return 0.0;
+  }
+}
+
 }  // namespace
 
 std::string_view RecomputeName(Recompute r) {
@@ -52,29 +85,41 @@ Result<Recompute> ParseRecompute(std::string_view s) {
   return MakeError(ErrorCode::kInvalidArgument, "unknown recompute '{}': use none, selective or full", s);
 }
 
-double Calibration::GemmFraction(const std::string& gpu, bool fp8) const {
-  for (const auto& e : entries) {
-    if (e.gpu == gpu && e.fp8 == fp8) return e.gemm_fraction;
+std::string_view GemmFormat(Precision p) {
+  switch (p) {
+    case Precision::kFp8:
+    case Precision::kFp8Current: return "fp8";
+    case Precision::kMxfp8: return "mxfp8";
+    case Precision::kNvfp4: return "nvfp4";
+    default: return "16-bit";
   }
-  // Hopper-class fallbacks: H200 is H100 silicon; Blackwell has no published
-  // rows in the calibration set, so it borrows Hopper's achievable fraction.
-  for (const auto& e : entries) {
-    if (e.gpu == "h100" && e.fp8 == fp8) return e.gemm_fraction;
+}
+
+double Calibration::GemmFraction(std::string_view generation, std::string_view format) const {
+  auto find = [&](std::string_view gen, std::string_view f) -> const Entry* {
+    for (const auto& e : entries) {
+      if ((gen.empty() || e.generation == gen) && e.format == f) return &e;
+    }
+    return nullptr;
+  };
+  static constexpr std::string_view wider[] = {"nvfp4", "mxfp8", "fp8", "16-bit"};
+  const auto* from = std::find(std::begin(wider), std::end(wider), format);
+  for (const auto* it = from; it != std::end(wider); ++it) {
+    if (const Entry* e = find(generation, *it)) return e->gemm_fraction;
   }
-  for (const auto& e : entries) {
-    if (e.fp8 == fp8) return e.gemm_fraction;
-  }
+  if (const Entry* e = find("hopper", format)) return e->gemm_fraction;
+  if (const Entry* e = find("", format)) return e->gemm_fraction;
   return 0.6;
 }
 
-void Calibration::SetGemmFraction(const std::string& gpu, bool fp8, double v) {
+void Calibration::SetGemmFraction(std::string_view generation, std::string_view format, double v) {
   for (auto& e : entries) {
-    if (e.gpu == gpu && e.fp8 == fp8) {
+    if (e.generation == generation && e.format == format) {
       e.gemm_fraction = v;
       return;
     }
   }
-  entries.push_back({gpu, fp8, v});
+  entries.push_back({std::string(generation), std::string(format), v});
 }
 
 Placement DefaultPlacement(const GpuSpec& gpu, int gpus) {
@@ -177,14 +222,21 @@ Link LinkFor(const Placement& pl, int span) {
 
 Calibration DefaultCalibration() {
   Calibration c;
-  c.entries = {{"a100", false, 0.732}, {"h100", false, 0.723}, {"h100", true, 0.614}};
+  c.entries = {{"ampere", "16-bit", 0.732},  {"hopper", "16-bit", 0.732},   {"hopper", "fp8", 0.670},
+               {"blackwell", "fp8", 0.832}, {"blackwell", "mxfp8", 0.672}, {"blackwell", "nvfp4", 0.651}};
   c.collective_efficiency = 1.000;
+  c.moe_layer_overhead_us = 3187;
   return c;
 }
 
 bool SplitLayers(int layers, int pp, int& first, int& last) {
   first = last = 0;
   if (layers % pp == 0) return true;
+  if (pp == 2) {  // the last stage takes the odd layer
+    first = layers / 2;
+    last = layers - first;
+    return first > 0;
+  }
   if (pp < 3) return false;
   const int base = (layers + pp - 1) / pp;
   const int rest = layers - (pp - 2) * base;
@@ -206,11 +258,17 @@ Status ValidateStrategy(const ModelSpec& m, const Strategy& s, int gpus) {
   if (m.heads % s.tp != 0 || m.kv_heads % s.tp != 0) return bad("tp must divide the attention heads and KV heads");
   if (s.pp > m.layers) return bad("more pipeline stages than layers");
   if (s.first_stage_layers > 0 || s.last_stage_layers > 0) {
-    if (s.pp < 3) return bad("uneven pipeline split needs pp >= 3");
+    if (s.pp < 2) return bad("uneven pipeline split needs pp >= 2");
     const int middle = m.layers - s.first_stage_layers - s.last_stage_layers;
-    if (middle <= 0 || middle % (s.pp - 2) != 0) return bad("uneven split does not add up to the layer count");
-    // Virtual stages are modelled on the (heaviest) middle stages.
-    if (s.vpp > 1 && (middle / (s.pp - 2)) % s.vpp != 0) return bad("vpp must divide the layers per middle stage");
+    if (s.first_stage_layers <= 0 || s.last_stage_layers <= 0) return bad("uneven split needs layers on both ends");
+    if (s.pp == 2 ? middle != 0 : (middle <= 0 || middle % (s.pp - 2) != 0))
+      return bad("uneven split does not add up to the layer count");
+    // Virtual stages are modelled on the heaviest stage: they must divide
+    // the middle stages' layers, and with two stages fit in either.
+    if (s.pp > 2 && s.vpp > 1 && (middle / (s.pp - 2)) % s.vpp != 0)
+      return bad("vpp must divide the layers per middle stage");
+    if (s.pp == 2 && s.vpp > std::min(s.first_stage_layers, s.last_stage_layers))
+      return bad("more virtual pipeline stages than layers on the first or last stage");
   } else if (m.layers % s.pp != 0) {
     return bad("pp must divide the layer count (or give an uneven first/last stage split)");
   }
@@ -231,12 +289,15 @@ Status ValidateStrategy(const ModelSpec& m, const Strategy& s, int gpus) {
 Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placement& pl, const Strategy& s,
                             const Calibration& cal) {
   Prediction out;
-  const bool fp8 = s.precision == Precision::kFp8;
+  const bool low = IsLowPrecision(s.precision);
   const double peak16 = gpu.bf16_tflops * 1e12;
-  const double peak_run = (fp8 ? gpu.fp8_tflops : gpu.bf16_tflops) * 1e12;
-  const double a16 = cal.GemmFraction(gpu.name, false);
-  const double a_lin = fp8 ? cal.GemmFraction(gpu.name, true) : a16;
-  const double peak_lin = fp8 ? gpu.fp8_tflops * 1e12 : peak16;
+  // The caller has checked that the GPU has the recipe's tensor cores.
+  const double peak_lin = (s.precision == Precision::kNvfp4 ? gpu.fp4_tflops
+                           : IsFp8(s.precision)             ? gpu.fp8_tflops
+                                                            : gpu.bf16_tflops) * 1e12;
+  const double peak_run = peak_lin;
+  const double a16 = cal.GemmFraction(gpu.generation, "16-bit");
+  const double a_lin = low ? cal.GemmFraction(gpu.generation, GemmFormat(s.precision)) : a16;
   const double beta = cal.collective_efficiency;
   const double hbm = gpu.hbm_tbps * 1e12 * kHbmEfficiency;
 
@@ -246,8 +307,12 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
   const int tp = s.tp;
   const bool sp = s.sequence_parallel && tp > 1;
   const double tokens = static_cast<double>(s.micro_batch) * m.seq_len / s.cp;  // per CP rank
-  const int stage_layers =
-      s.first_stage_layers > 0 ? (m.layers - s.first_stage_layers - s.last_stage_layers) / (s.pp - 2) : m.layers / s.pp;
+  // Layers on the critical (heaviest) stage.
+  int stage_layers = m.layers / s.pp;
+  if (s.first_stage_layers > 0) {
+    stage_layers = s.pp == 2 ? std::max(s.first_stage_layers, s.last_stage_layers)
+                             : (m.layers - s.first_stage_layers - s.last_stage_layers) / (s.pp - 2);
+  }
   const double moe_frac = static_cast<double>(m.MoeLayers()) / m.layers;
   const ForwardFlops ff = ForwardFlopsPerToken(m, m.seq_len);
 
@@ -274,13 +339,24 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
   // with sequence parallelism.
   const double ffn_act = (1 - moe_frac) * m.ffn * (m.gated_mlp ? 2 : 1) +
                          moe_frac * (m.top_k + m.shared_experts) * m.expert_ffn * (m.gated_mlp ? 2 : 1);
-  const double ew_bytes = 3.0 * 2.0 * tokens * (14.0 * h / (sp ? tp : 1) + 3.0 * ffn_act / tp) * stage_layers;
+  const double hs = h / (sp ? tp : 1);  // a hidden-sized tensor on one TP rank
+  double ew_bytes = 3.0 * 2.0 * tokens * (14.0 * hs + 3.0 * ffn_act / tp) * stage_layers;
+  if (m.IsMoe()) {
+    // Token permutation for the grouped GEMM and its inverse, forward and
+    // backward: each reads and writes the token and its top_k copies (BF16).
+    const double routed = m.top_k;
+    ew_bytes += 4.0 * (1 + routed) * hs * 2.0 * tokens * stage_layers * moe_frac;
+  }
+  if (low) ew_bytes += QuantizedElementsPerToken(m, tp, sp, moe_frac) * QuantBytesPerElement(s.precision) * tokens *
+                       stage_layers;
   const double ew = ew_bytes / hbm;
+  // Fixed cost per MoE layer and micro-batch (forward + backward).
+  const double moe_fixed = m.IsMoe() ? cal.moe_layer_overhead_us * 1e-6 * stage_layers * moe_frac : 0.0;
 
   double layers_fwd = lin_fwd + exp_fwd + attn_fwd;
   // GEMMs: backward = 2 x forward. Flash attention's backward re-computes
   // QK^T and runs five matmuls to the forward's two: 2.5 x forward.
-  double compute_mb = 3 * (lin_fwd + exp_fwd) + 3.5 * attn_fwd + 3 * logit_fwd + ew;
+  double compute_mb = 3 * (lin_fwd + exp_fwd) + 3.5 * attn_fwd + 3 * logit_fwd + ew + moe_fixed;
   double recompute_mb = 0;
   if (s.recompute == Recompute::kFull) {
     recompute_mb = layers_fwd + ew / 3;
@@ -311,10 +387,28 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
   // --- EP all-to-all: dispatch + combine forward and backward -------------
   double ep_mb = 0;
   if (m.IsMoe() && s.ep > 1) {
-    const Link l = LinkFor(pl, tp * s.cp * s.ep);
-    const double bytes = tokens / (sp ? tp : 1) * m.top_k * h * 2 * (s.ep - 1) / s.ep;
-    const double per_layer = 4 * (bytes / (l.gbps * 1e9 * beta) + l.latency_us * 1e-6);
+    const int span = tp * s.cp * s.ep;
+    const Link l = LinkFor(pl, span);
+    const double tok = tokens / (sp ? tp : 1);
+    double a2a = tok * m.top_k * h * 2 * (s.ep - 1) / s.ep / (l.gbps * 1e9 * beta) + l.latency_us * 1e-6;
+    if (s.ep_dedup && span > pl.gpus_per_domain) {
+      // Routing uniform over the experts: a token's top_k experts touch
+      // n (1 - (1 - 1/n)^k) distinct nodes of the n the group spans; it
+      // crosses the network once to each remote one, and the fan-out to the
+      // experts inside a node runs over NVLink behind it.
+      const double n = std::ceil(static_cast<double>(span) / pl.gpus_per_domain);
+      const double remote = n * (1 - std::pow(1 - 1 / n, m.top_k)) * (n - 1) / n;
+      const double net = tok * remote * h * 2 / (l.gbps * 1e9 * beta) + l.latency_us * 1e-6;
+      const Link nv = LinkFor(pl, 1);
+      const double fan = tok * m.top_k * h * 2 / (nv.gbps * 1e9 * beta);
+      a2a = std::max(net, fan);
+    }
+    const double per_layer = 4 * a2a;
     ep_mb = per_layer * stage_layers * moe_frac * (s.recompute == Recompute::kFull ? 1.5 : 1.0);
+    // Batch-level overlap: while one micro-batch dispatches or combines, the
+    // other computes; only what its GEMMs cannot cover stays exposed. It
+    // needs two micro-batches in flight.
+    if (s.overlap_ep_comm && s.grad_accum > 1) ep_mb = std::max(0.0, ep_mb - 3 * (lin_fwd + exp_fwd));
   }
   const double t_mb = compute_mb + tp_mb + cp_mb + ep_mb;
   const int mbs = s.grad_accum;
@@ -419,7 +513,7 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
     mlp -= 2.0 * ((1 - moe_frac) * m.ffn + moe_frac * (m.top_k + m.shared_experts) * m.expert_ffn);
   }
   double unsharded = 10 * h, sharded = 4 * q + 4 * kv + mlp;
-  if (fp8) {
+  if (low) {
     // Transformer Engine keeps the FP8 cast of each GEMM input for the weight
     // gradient: QKV and FC1 inputs (h each), the projection input (q) and
     // the FC2 input (the activation output) take 1 byte instead of 2.

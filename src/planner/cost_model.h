@@ -47,6 +47,13 @@ struct Strategy {
   Precision precision = Precision::kBf16;
   bool overlap_grad_reduce = true;  // DP communication overlapped with backward/forward
   bool overlap_tp_comm = false;     // TP collectives overlapped with GEMMs (userbuffers)
+  // EP all-to-all of one micro-batch overlapped with another's compute
+  // (Megatron-Core >= 0.14 --overlap-moe-expert-parallel-comm).
+  bool overlap_ep_comm = false;
+  // Flex token dispatcher (DeepEP / HybridEP): a token crosses the network
+  // once per destination node and fans out to its experts over NVLink,
+  // instead of once per routed expert (the all-to-all dispatcher).
+  bool ep_dedup = false;
   // Uneven pipeline split (0 = even): layers on the first and the last stage.
   int first_stage_layers = 0;
   int last_stage_layers = 0;
@@ -87,21 +94,32 @@ Placement DefaultPlacement(const GpuSpec& gpu, int gpus);
 // any subset (latencies per hop, us), or a YAML file (see docs/planner.md).
 Result<Placement> ParseClusterSpec(std::string_view spec, const GpuSpec& gpu, int gpus);
 
-// Calibrated parameters: fraction of dense peak reached by large GEMMs per GPU
-// and precision class, and the fraction of link bandwidth collectives reach.
+// Calibrated parameters, all physical: the fraction of dense peak large
+// GEMMs reach per tensor-core generation and GEMM format (16-bit, FP8 with a
+// per-tensor scale, MXFP8 with block scales, NVFP4), the fraction of link
+// bandwidth collectives reach, and the fixed cost of one MoE layer per
+// micro-batch (router, token-count exchange and host synchronisation of
+// dropless routing, kernel launches of the dispatch/combine path: a latency
+// that does not shrink with the tokens).
 struct Calibration {
   struct Entry {
-    std::string gpu;
-    bool fp8 = false;
+    std::string generation;  // GpuSpec::generation: ampere, hopper, blackwell
+    std::string format;      // GemmFormat(): 16-bit, fp8, mxfp8, nvfp4
     double gemm_fraction = 0.6;
   };
   std::vector<Entry> entries;
   double collective_efficiency = 0.7;
-  // GPUs without their own entry use this GPU's (same tensor-core generation
-  // or the nearest calibrated one).
-  double GemmFraction(const std::string& gpu, bool fp8) const;
-  void SetGemmFraction(const std::string& gpu, bool fp8, double v);
+  double moe_layer_overhead_us = 0;
+  // A generation without its own entry for a format uses the nearest one:
+  // the same generation's next wider format (nvfp4 -> mxfp8 -> fp8 ->
+  // 16-bit), then Hopper's (the most calibrated generation), then any.
+  double GemmFraction(std::string_view generation, std::string_view format) const;
+  void SetGemmFraction(std::string_view generation, std::string_view format, double v);
 };
+
+// The GEMM format a recipe runs its linear layers in: "16-bit" (bf16, fp16),
+// "fp8" (delayed or current per-tensor scaling), "mxfp8", "nvfp4".
+std::string_view GemmFormat(Precision p);
 
 // The parameters fitted on the calibration split of shared/planner/calibration.csv
 // (calibration_test re-fits them and checks they agree).

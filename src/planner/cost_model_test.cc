@@ -1,5 +1,7 @@
 #include "planner/cost_model.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -169,6 +171,202 @@ RC_GTEST_PROP(CostModelProperty, PredictionsAreSane, ()) {
   pl.nvlink_gbps *= 2;
   auto faster = Predict(mm, g, pl, s, DefaultCalibration());
   RC_ASSERT(faster->step_time_s <= p->step_time_s * (1 + 1e-12));
+}
+
+}  // namespace
+}  // namespace tidal::planner
+
+namespace tidal::planner {
+namespace {
+
+// A small MoE every figure of which is easy to compute by hand.
+ModelSpec TinyMoe() {
+  ModelSpec m;
+  m.name = "tiny-moe";
+  m.layers = 4;
+  m.hidden = 1024;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.ffn = 4096;
+  m.gated_mlp = true;
+  m.vocab = 32000;
+  m.seq_len = 2048;
+  m.global_batch = 64;
+  m.experts = 32;
+  m.top_k = 4;
+  m.expert_ffn = 512;
+  return m;
+}
+
+// One flat NVLink domain of 8 and a 10 GB/s network, no latencies.
+Placement Flat(int gpus) {
+  Placement pl;
+  pl.gpus = gpus;
+  pl.gpus_per_domain = 8;
+  pl.nvlink_gbps = 100;
+  pl.nvlink_latency_us = 0;
+  pl.levels = {{"net", 0, 10, 0, 1}};
+  return pl;
+}
+
+// EP 32 over four NVLink domains of eight, two micro-batches.
+Strategy Ep32() {
+  Strategy s;
+  s.ep = 32;
+  s.dp = 32;
+  s.grad_accum = 2;
+  return s;
+}
+
+Calibration NoOverheads() {
+  Calibration c = DefaultCalibration();
+  c.collective_efficiency = 1.0;
+  c.moe_layer_overhead_us = 0;
+  return c;
+}
+
+TEST(CostModelMoeTest, AllToAllVolumeInsideTheDomain) {
+  // EP 4 inside one NVLink domain: each of the 4 all-to-alls per layer
+  // (dispatch + combine, forward + backward) moves tokens x top_k x h x 2 B
+  // x (ep-1)/ep at 100 GB/s: 2048 x 4 x 1024 x 2 x 3/4 = 12.58 MB -> 125.8 us.
+  const ModelSpec m = TinyMoe();
+  Strategy s;
+  s.ep = 4;
+  s.dp = 4;
+  s.grad_accum = 16;
+  const Prediction p = PredictUnchecked(m, *FindGpu("h100"), Flat(4), s, NoOverheads());
+  const double per_a2a = 2048.0 * 4 * 1024 * 2 * 3 / 4 / 100e9;
+  EXPECT_NEAR(p.time.ep_comm_s, 16 * 4 /*layers*/ * 4 /*a2a*/ * per_a2a, 1e-9);
+}
+
+TEST(CostModelMoeTest, DedupDispatcherCrossesTheNetworkOncePerRemoteNode) {
+  // EP 32 over 4 domains of 8. The all-to-all dispatcher sends every routed
+  // copy over the 10 GB/s network: 2048 x 4 x 1024 x 2 x 31/32 B. The flex
+  // dispatcher sends a token once per distinct remote node: top_k = 4 experts
+  // uniform over n = 4 nodes touch 4 (1 - (3/4)^4) = 2.734 nodes, 3/4 of them
+  // remote; the NVLink fan-out (2048 x 4 x 1024 x 2 B at 100 GB/s) is shorter.
+  const ModelSpec m = TinyMoe();
+  Strategy s = Ep32();
+  const GpuSpec g = *FindGpu("h100");
+  const Prediction plain = PredictUnchecked(m, g, Flat(32), s, NoOverheads());
+  EXPECT_NEAR(plain.time.ep_comm_s, 2 * 4 * 4 * (2048.0 * 4 * 1024 * 2 * 31 / 32 / 10e9), 1e-9);
+  s.ep_dedup = true;
+  const Prediction dedup = PredictUnchecked(m, g, Flat(32), s, NoOverheads());
+  const double remote = 4 * (1 - std::pow(0.75, 4)) * 0.75;
+  EXPECT_NEAR(remote, 2.0508, 1e-4);
+  EXPECT_NEAR(dedup.time.ep_comm_s, 2 * 4 * 4 * (2048.0 * remote * 1024 * 2 / 10e9), 1e-9);
+}
+
+TEST(CostModelMoeTest, OverlappedAllToAllHidesBehindTheOtherMicroBatch) {
+  const ModelSpec m = TinyMoe();
+  Strategy s = Ep32();
+  const GpuSpec g = *FindGpu("h100");
+  const Prediction exposed = PredictUnchecked(m, g, Flat(32), s, NoOverheads());
+  s.overlap_ep_comm = true;
+  const Prediction hidden = PredictUnchecked(m, g, Flat(32), s, NoOverheads());
+  EXPECT_LT(hidden.time.ep_comm_s, exposed.time.ep_comm_s);
+  EXPECT_GT(hidden.time.ep_comm_s, 0);  // 10 GB/s is slower than the GEMMs
+  s.grad_accum = 1;  // one micro-batch: nothing to overlap with
+  const Prediction alone = PredictUnchecked(m, g, Flat(32), s, NoOverheads());
+  EXPECT_NEAR(alone.time.ep_comm_s / 1, exposed.time.ep_comm_s / 2, 1e-12);
+}
+
+TEST(CostModelMoeTest, ExpertWeightsAreShardedByEp) {
+  // 4 layers x 32 experts x 3 x 1024 x 512 = 201.3M expert weights (2 B each)
+  // next to 4 x (4 x 1024^2 + 2 x 1024 + 32 x 1024 router) + 2 x 32000 x 1024
+  // other weights. EP 8 keeps 4 of the 32 experts per GPU.
+  const ModelSpec m = TinyMoe();
+  const GpuSpec g = *FindGpu("h100");
+  Strategy s;
+  s.dp = 8;
+  s.grad_accum = 8;
+  const Prediction ep1 = PredictUnchecked(m, g, Flat(8), s, NoOverheads());
+  s.ep = 8;
+  const Prediction ep8 = PredictUnchecked(m, g, Flat(8), s, NoOverheads());
+  const double expert = 4.0 * 32 * 3 * 1024 * 512;
+  const double other = 4.0 * (4.0 * 1024 * 1024 + 2 * 1024 + 32 * 1024) + 2.0 * 32000 * 1024;
+  const double gib = 1024.0 * 1024 * 1024;
+  EXPECT_NEAR(ep1.memory.weights_gib, (expert + other) * 2 / gib, 1e-9);
+  EXPECT_NEAR(ep8.memory.weights_gib, (expert / 8 + other) * 2 / gib, 1e-9);
+}
+
+TEST(CostModelMoeTest, Nvl72KeepsTensorParallelGroupsOfSixteenOnNvlink) {
+  const GpuSpec gb200 = *FindGpu("gb200");
+  const GpuSpec h100 = *FindGpu("h100");
+  EXPECT_EQ(gb200.nvlink_domain, 72);
+  const Placement rack = DefaultPlacement(gb200, 144);
+  const Link tp16 = LinkFor(rack, 16);
+  EXPECT_DOUBLE_EQ(tp16.gbps, 900);  // NVLink 5, per GPU per direction
+  EXPECT_DOUBLE_EQ(LinkFor(rack, 72).gbps, 900);
+  EXPECT_DOUBLE_EQ(LinkFor(rack, 144).gbps, 50);  // two racks: the NIC
+  EXPECT_DOUBLE_EQ(LinkFor(DefaultPlacement(h100, 144), 16).gbps, 50);
+}
+
+TEST(CostModelPrecisionTest, QuantisationCostIsTheBytesOfEachRecipe) {
+  // Dense, TP 1: per token and layer the recipe quantises the GEMM inputs
+  // forward (h + q + h + ffn) and the gradients at their outputs backward
+  // (q + 2kv + h + 2 ffn + h). Current scaling reads each element once more
+  // than delayed scaling (2 B), so the two differ by
+  // tokens x layers x elements x 2 B / (0.7 x HBM bandwidth).
+  ModelSpec m = TinyMoe();
+  m.experts = m.top_k = m.expert_ffn = 0;
+  const GpuSpec g = *FindGpu("b200");
+  Strategy s;
+  s.dp = 1;
+  s.grad_accum = 1;
+  s.precision = Precision::kFp8;
+  const Prediction delayed = PredictUnchecked(m, g, Flat(1), s, NoOverheads());
+  s.precision = Precision::kFp8Current;
+  const Prediction current = PredictUnchecked(m, g, Flat(1), s, NoOverheads());
+  const double h = 1024, q = 1024, kv = 1024, f = 4096;
+  const double elements = (h + q + (q + 2 * kv) + h) + (h + f + 2 * f + h);
+  EXPECT_NEAR(current.time.compute_s - delayed.time.compute_s, 2048 * 4 * elements * 2 / (8e12 * 0.7), 1e-12);
+  // MXFP8 writes two 1-byte copies with a scale per 32: 4.0625 B against
+  // delayed scaling's 4 B, but runs at its own calibrated fraction of peak.
+  s.precision = Precision::kMxfp8;
+  EXPECT_TRUE(Predict(m, g, Flat(1), s, NoOverheads()));
+  EXPECT_FALSE(Predict(m, *FindGpu("h100"), Flat(1), s, NoOverheads()));  // no MX tensor cores on Hopper
+}
+
+TEST(CostModelPrecisionTest, FractionsFallBackToTheNearestCalibratedFormat) {
+  Calibration c;
+  c.entries = {{"hopper", "16-bit", 0.7}, {"hopper", "fp8", 0.6}, {"blackwell", "mxfp8", 0.5}};
+  EXPECT_DOUBLE_EQ(c.GemmFraction("blackwell", "mxfp8"), 0.5);
+  EXPECT_DOUBLE_EQ(c.GemmFraction("blackwell", "nvfp4"), 0.5);   // the next wider format of its generation
+  EXPECT_DOUBLE_EQ(c.GemmFraction("blackwell", "fp8"), 0.6);     // none wider there: Hopper's
+  EXPECT_DOUBLE_EQ(c.GemmFraction("blackwell", "16-bit"), 0.7);
+  EXPECT_DOUBLE_EQ(c.GemmFraction("ampere", "fp8"), 0.6);
+  EXPECT_DOUBLE_EQ(c.GemmFraction("hopper", "nvfp4"), 0.6);
+  c.SetGemmFraction("blackwell", "nvfp4", 0.4);
+  EXPECT_DOUBLE_EQ(c.GemmFraction("blackwell", "nvfp4"), 0.4);
+  EXPECT_EQ(GemmFormat(Precision::kFp8Current), "fp8");
+  EXPECT_EQ(GemmFormat(Precision::kFp16), "16-bit");
+}
+
+TEST(CostModelPrecisionTest, PeaksPerRecipe) {
+  const GpuSpec b200 = *FindGpu("NVIDIA B200");
+  EXPECT_DOUBLE_EQ(*b200.PeakFlops(Precision::kBf16), 2250e12);
+  EXPECT_DOUBLE_EQ(*b200.PeakFlops(Precision::kMxfp8), 4500e12);
+  EXPECT_DOUBLE_EQ(*b200.PeakFlops(Precision::kNvfp4), 9000e12);
+  const GpuSpec gb300 = *FindGpu("GB300");
+  EXPECT_EQ(gb300.name, "gb300");
+  EXPECT_EQ(gb300.nvlink_domain, 72);
+  EXPECT_DOUBLE_EQ(*gb300.PeakFlops(Precision::kNvfp4), 15000e12);
+  EXPECT_EQ(FindGpu("B300")->name, "b300");
+  EXPECT_FALSE(FindGpu("h100")->PeakFlops(Precision::kNvfp4));
+  for (const char* s : {"FP8-CS", "fp8_cs", "FP8-MX", "MXFP8", "NVFP4", "fp8-ds"}) EXPECT_TRUE(ParsePrecision(s)) << s;
+  EXPECT_EQ(*ParsePrecision("FP8-MX"), Precision::kMxfp8);
+  EXPECT_EQ(*ParsePrecision("FP8-CS"), Precision::kFp8Current);
+  EXPECT_FALSE(ParsePrecision("int8"));
+}
+
+TEST(CostModelTest, TwoStagesSplitAnOddLayerCountWithTheOddLayerLast) {
+  int first = 0, last = 0;
+  EXPECT_TRUE(SplitLayers(61, 2, first, last));
+  EXPECT_EQ(first, 30);
+  EXPECT_EQ(last, 31);
+  EXPECT_TRUE(SplitLayers(126, 16, first, last));
+  EXPECT_EQ(first + last, 126 - 14 * 8);
 }
 
 }  // namespace

@@ -14,7 +14,12 @@ std::vector<std::string> MegatronArgs(const ModelSpec& m, const Strategy& s) {
   kv("--pipeline-model-parallel-size", s.pp);
   kv("--context-parallel-size", s.cp);
   if (m.IsMoe()) kv("--expert-model-parallel-size", s.ep);
-  if (s.vpp > 1) kv("--num-layers-per-virtual-pipeline-stage", m.layers / s.pp / s.vpp);
+  if (s.vpp > 1 && s.first_stage_layers > 0) {
+    // An uneven split has no single layer count per virtual stage.
+    kv("--num-virtual-stages-per-pipeline-rank", s.vpp);
+  } else if (s.vpp > 1) {
+    kv("--num-layers-per-virtual-pipeline-stage", m.layers / s.pp / s.vpp);
+  }
   if (s.first_stage_layers > 0) {
     kv("--decoder-first-pipeline-num-layers", s.first_stage_layers);
     kv("--decoder-last-pipeline-num-layers", s.last_stage_layers);
@@ -48,6 +53,15 @@ std::vector<std::string> MegatronArgs(const ModelSpec& m, const Strategy& s) {
     kv("--moe-router-topk", m.top_k);
     kv("--moe-ffn-hidden-size", m.expert_ffn);
     if (m.shared_experts > 0) kv("--moe-shared-expert-intermediate-size", m.shared_experts * m.expert_ffn);
+    a.push_back("--moe-grouped-gemm");
+    a.push_back("--moe-permute-fusion");
+    if (s.ep > 1 && s.ep_dedup) {
+      kv("--moe-token-dispatcher-type", "flex");
+      kv("--moe-flex-dispatcher-backend", "deepep");
+    } else if (s.ep > 1) {
+      kv("--moe-token-dispatcher-type", "alltoall");
+    }
+    if (m.mtp_layers > 0) kv("--mtp-num-layers", m.mtp_layers);
     if (m.first_dense_layers > 0) {
       // Megatron's pattern syntax: 0 = dense layer, 1 = MoE layer.
       kv("--moe-layer-freq", fmt::format("([0]*{}+[1]*{})", m.first_dense_layers, m.MoeLayers()));
@@ -62,6 +76,10 @@ std::vector<std::string> MegatronArgs(const ModelSpec& m, const Strategy& s) {
   }
   if (s.sequence_parallel && s.tp > 1) a.push_back("--sequence-parallel");
   if (s.overlap_tp_comm && s.tp > 1) a.push_back("--tp-comm-overlap");
+  if (s.overlap_ep_comm && s.ep > 1) {
+    a.push_back("--overlap-moe-expert-parallel-comm");
+    a.push_back("--delay-wgrad-compute");
+  }
   if (s.zero_stage == 1) {
     a.push_back("--use-distributed-optimizer");
     if (s.overlap_grad_reduce) a.push_back("--overlap-param-gather");
@@ -77,6 +95,22 @@ std::vector<std::string> MegatronArgs(const ModelSpec& m, const Strategy& s) {
     case Precision::kFp8:
       a.push_back("--bf16");
       kv("--fp8-format", "hybrid");
+      kv("--fp8-recipe", "delayed");
+      break;
+    case Precision::kFp8Current:
+      a.push_back("--bf16");
+      kv("--fp8-format", "hybrid");
+      kv("--fp8-recipe", "tensorwise");
+      break;
+    case Precision::kMxfp8:
+      a.push_back("--bf16");
+      kv("--fp8-format", "e4m3");
+      kv("--fp8-recipe", "mxfp8");
+      break;
+    case Precision::kNvfp4:
+      a.push_back("--bf16");
+      kv("--fp4-format", "e2m1");
+      kv("--fp4-recipe", "nvfp4");
       break;
   }
   return a;

@@ -53,6 +53,35 @@ std::vector<std::pair<ModelSpec, Strategy>> Plans() {
       for (const auto& plan : r->plans) out.emplace_back(m, plan.strategy);
     }
   }
+  // Blackwell recipes, and an MoE whose EP group outgrows an NVL72 rack (the
+  // flex dispatcher) next to one that stays inside it.
+  const GpuSpec gb200 = *FindGpu("gb200");
+  for (auto [model, gpus] : {std::pair{"deepseek-v3", 1152}, {"qwen3-30b-a3b", 64}, {"llama3-405b", 256}}) {
+    const ModelSpec m = *FindModelPreset(model);
+    for (Precision p : {Precision::kFp8Current, Precision::kMxfp8, Precision::kNvfp4}) {
+      SearchOptions opt;
+      opt.top = 3;
+      opt.precision = p;
+      auto r = SearchPlans(m, gb200, DefaultPlacement(gb200, gpus), opt, DefaultCalibration());
+      EXPECT_TRUE(r) << model << ": " << r.error().message;
+      if (!r) continue;
+      for (const auto& plan : r->plans) out.emplace_back(m, plan.strategy);
+    }
+  }
+  {
+    // Llama 3.1 405B as Megatron-Bridge runs it on GB200: an uneven split
+    // (7 + 14 x 8 + 7 layers) with 8 virtual stages.
+    Strategy s;
+    s.tp = 4;
+    s.pp = 16;
+    s.vpp = 8;
+    s.dp = 4;
+    s.grad_accum = 384;
+    s.first_stage_layers = 7;
+    s.last_stage_layers = 7;
+    s.precision = Precision::kNvfp4;
+    out.emplace_back(*FindModelPreset("llama3-405b"), s);
+  }
   const ModelSpec m = *FindModelPreset("llama3-70b");
   for (int z = 0; z <= 3; ++z) {
     for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
@@ -102,7 +131,10 @@ TEST(EmitTest, EveryMegatronFlagExistsWithAValidValue) {
   for (const char* must : {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
                            "--expert-model-parallel-size", "--num-layers-per-virtual-pipeline-stage",
                            "--micro-batch-size", "--global-batch-size", "--recompute-granularity",
-                           "--sequence-parallel", "--use-distributed-optimizer"}) {
+                           "--sequence-parallel", "--use-distributed-optimizer", "--fp8-recipe", "--fp4-recipe",
+                           "--moe-token-dispatcher-type", "--moe-flex-dispatcher-backend",
+                           "--overlap-moe-expert-parallel-comm", "--mtp-num-layers",
+                           "--num-virtual-stages-per-pipeline-rank"}) {
     EXPECT_TRUE(seen.contains(must)) << must << " never emitted";
   }
 }

@@ -40,7 +40,8 @@ ModelSpec Dense(std::string name, int layers, int hidden, int heads, int kv_head
   return m;
 }
 
-ModelSpec Moe(ModelSpec m, int experts, int top_k, int expert_ffn, int shared, int first_dense) {
+ModelSpec Moe(ModelSpec m, int experts, int top_k, int expert_ffn, int shared, int first_dense, int mtp = 0) {
+  m.mtp_layers = mtp;
   m.experts = experts;
   m.top_k = top_k;
   m.expert_ffn = expert_ffn;
@@ -100,7 +101,7 @@ const std::vector<Preset>& Presets() {
                  {"mixtral-8x22b", "mixtral 8x22b"}});
     p.push_back({Moe(Mla(Dense("deepseek-v3", 61, 7168, 128, 128, 18432, true, 129280, 4096, 15360), 1536, 512, 128,
                          64, 128),
-                     256, 8, 2048, 1, 3),
+                     256, 8, 2048, 1, 3, /*mtp=*/1),
                  {"deepseek-v3", "deepseek v3", "deepseek v3 671b", "deepseek-v3 671b"}});
     p.push_back({Moe(WithHeadDim(Dense("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, true, 151936, 4096, 1024), 128),
                      128, 8, 768, 0, 0),
@@ -216,6 +217,7 @@ Status ValidateModel(const ModelSpec& m) {
     if (m.first_dense_layers < 0 || m.first_dense_layers >= m.layers)
       return bad("first_dense_layers", "must be in 0..layers-1");
   }
+  if (m.mtp_layers < 0 || m.mtp_layers > m.layers) return bad("mtp_layers", "must be in 0..layers");
   if (m.IsMla() && (m.head_dim <= 0 || m.v_head_dim <= 0 || m.rope_head_dim < 0 || m.q_lora_rank < 0))
     return bad("kv_lora_rank", "multi-latent attention needs head_dim, v_head_dim and rope_head_dim");
   return Ok();
@@ -266,6 +268,7 @@ Result<ModelSpec> LoadModelFile(const std::string& path) {
       {"global_batch", &m.global_batch}, {"experts", &m.experts},
       {"top_k", &m.top_k},           {"expert_ffn", &m.expert_ffn},
       {"shared_experts", &m.shared_experts}, {"first_dense_layers", &m.first_dense_layers},
+      {"mtp_layers", &m.mtp_layers},
       {"q_lora_rank", &m.q_lora_rank}, {"kv_lora_rank", &m.kv_lora_rank},
       {"rope_head_dim", &m.rope_head_dim}, {"v_head_dim", &m.v_head_dim},
   };
@@ -324,6 +327,16 @@ ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int seq_len) {
                                      : static_cast<double>(m.heads) * m.HeadDim();
   f.attention = m.layers * 2.0 * seq_len * score_dim;
   f.logits = 2 * h * m.vocab;
+  if (m.mtp_layers > 0) {
+    // Each MTP module: one more layer like the last one, the 2h -> h
+    // projection and an output layer (Megatron-LM's FLOPs count).
+    const bool last_moe = m.IsMoe();
+    const int k = m.mtp_layers;
+    f.linear += k * (attn_linear + (last_moe ? 0.0 : 2 * h * m.ffn * glu) + 2 * 2 * h * h);
+    if (last_moe) f.expert += k * (m.top_k + m.shared_experts) * 2 * h * m.expert_ffn * glu;
+    f.attention += k * 2.0 * seq_len * score_dim;
+    f.logits *= 1 + k;
+  }
   return f;
 }
 

@@ -38,6 +38,10 @@ struct ModelSpec {
   int expert_ffn = 0;
   int shared_experts = 0;     // each as wide as expert_ffn
   int first_dense_layers = 0;  // leading layers with a dense MLP (DeepSeek-V3: 3)
+  // Multi-token prediction modules (DeepSeek-V3: 1): each is one more layer
+  // like the last, a 2h -> h projection and its own output layer; Megatron's
+  // FLOPs count includes them.
+  int mtp_layers = 0;
   bool tied_embeddings = false;
   // Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank == 0: off.
   // head_dim is then the no-position part of the query/key head.

@@ -92,6 +92,8 @@ Result<SearchResult> SearchPlans(const ModelSpec& m0, const GpuSpec& gpu, const 
                   s.precision = opt.precision;
                   s.overlap_grad_reduce = true;
                   s.overlap_tp_comm = s.sequence_parallel;  // userbuffer overlap needs SP
+                  s.overlap_ep_comm = s.ep > 1;
+                  s.ep_dedup = s.ep > 1 && s.tp * s.cp * s.ep > pl.gpus_per_domain;
                   s.first_stage_layers = first;
                   s.last_stage_layers = last;
                   offer(s);

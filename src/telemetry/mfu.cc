@@ -83,8 +83,18 @@ std::optional<planner::Strategy> StrategyFromLog(const MegatronLog& log, int gpu
   s.zero_stage = log.ArgBool("use_distributed_optimizer").value_or(false) ? 1 : 0;
   s.overlap_grad_reduce = log.ArgBool("overlap_grad_reduce").value_or(false);
   s.overlap_tp_comm = log.ArgBool("tp_comm_overlap").value_or(false);
-  if (auto fp8 = log.arguments.find("fp8"); fp8 != log.arguments.end() && fp8->second != "None") {
-    s.precision = planner::Precision::kFp8;
+  auto arg = [&](const char* name) -> std::string {
+    auto it = log.arguments.find(name);
+    return it == log.arguments.end() ? std::string("None") : it->second;
+  };
+  if (arg("fp4") != "None") {
+    s.precision = planner::Precision::kNvfp4;
+  } else if (arg("fp8") != "None") {
+    // Megatron's --fp8-recipe: delayed (the default), tensorwise, mxfp8, ...
+    const std::string recipe = arg("fp8_recipe");
+    s.precision = recipe == "tensorwise" ? planner::Precision::kFp8Current
+                  : recipe == "mxfp8"    ? planner::Precision::kMxfp8
+                                         : planner::Precision::kFp8;
   } else if (log.ArgBool("fp16").value_or(false)) {
     s.precision = planner::Precision::kFp16;
   }

@@ -149,5 +149,32 @@ TEST(MfuTest, GpuFromDcgmModelName) {
   EXPECT_TRUE(Starts(wide->comm_share, "fallback step 3"));
 }
 
+// The log's FP8/FP4 arguments name the recipe the run used: its peak and its
+// quantisation cost differ (docs/planner.md).
+TEST(MfuTest, PrecisionRecipeFromLogArguments) {
+  MegatronLog log;
+  log.arguments = {{"tensor_model_parallel_size", "1"}, {"pipeline_model_parallel_size", "1"},
+                   {"global_batch_size", "8"},          {"micro_batch_size", "1"}};
+  struct Row {
+    std::map<std::string, std::string> args;
+    planner::Precision want;
+  } rows[] = {
+      {{}, planner::Precision::kBf16},
+      {{{"fp16", "True"}}, planner::Precision::kFp16},
+      {{{"fp8", "hybrid"}}, planner::Precision::kFp8},  // --fp8-recipe defaults to delayed
+      {{{"fp8", "hybrid"}, {"fp8_recipe", "delayed"}}, planner::Precision::kFp8},
+      {{{"fp8", "hybrid"}, {"fp8_recipe", "tensorwise"}}, planner::Precision::kFp8Current},
+      {{{"fp8", "e4m3"}, {"fp8_recipe", "mxfp8"}}, planner::Precision::kMxfp8},
+      {{{"fp8", "None"}, {"fp4", "e2m1"}, {"fp4_recipe", "nvfp4"}}, planner::Precision::kNvfp4},
+  };
+  for (const auto& r : rows) {
+    MegatronLog l = log;
+    for (const auto& [k, v] : r.args) l.arguments[k] = v;
+    auto s = StrategyFromLog(l, 8);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->precision, r.want) << planner::PrecisionName(r.want);
+  }
+}
+
 }  // namespace
 }  // namespace tidal::telemetry
