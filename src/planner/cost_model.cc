@@ -331,7 +331,11 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
   const double logit_rate = peak16 * a16 * Shape(std::min(h, static_cast<double>(m.vocab) / tp));
 
   const double lin_fwd = tokens * per_layer_linear * stage_layers / tp / lin_rate;
-  const double exp_fwd = tokens * per_layer_expert * stage_layers / tp / exp_rate;
+  // The rank with the busiest experts sets the pace: routed expert work
+  // scales by the load factor (shared experts see every token once).
+  const double routed_share = m.IsMoe() ? static_cast<double>(m.top_k) / (m.top_k + m.shared_experts) : 0.0;
+  const double load = 1.0 + routed_share * (m.MoeLoadFactor() - 1.0);
+  const double exp_fwd = tokens * per_layer_expert * stage_layers / tp / exp_rate * load;
   const double attn_fwd = tokens * per_layer_attn * stage_layers / tp / attn_rate;
   const double logit_fwd = tokens * ff.logits / tp / logit_rate;
   // Memory-bound kernels: ~14 hidden-sized and 3 FFN-sized tensor passes per
@@ -403,7 +407,7 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
       const double fan = tok * m.top_k * h * 2 / (nv.gbps * 1e9 * beta);
       a2a = std::max(net, fan);
     }
-    const double per_layer = 4 * a2a;
+    const double per_layer = 4 * a2a * m.MoeLoadFactor();  // the busiest rank receives the most
     ep_mb = per_layer * stage_layers * moe_frac * (s.recompute == Recompute::kFull ? 1.5 : 1.0);
     // Batch-level overlap: while one micro-batch dispatches or combines, the
     // other computes; only what its GEMMs cannot cover stays exposed. It

@@ -271,6 +271,25 @@ TEST(CostModelMoeTest, OverlappedAllToAllHidesBehindTheOtherMicroBatch) {
   EXPECT_NEAR(alone.time.ep_comm_s / 1, exposed.time.ep_comm_s / 2, 1e-12);
 }
 
+TEST(CostModelMoeTest, TheBusiestExpertSetsThePaceUnlessTokensAreDropped) {
+  ModelSpec m = TinyMoe();
+  Strategy s;
+  s.ep = 4;
+  s.dp = 4;
+  s.grad_accum = 16;
+  const GpuSpec g = *FindGpu("h100");
+  const Prediction even = PredictUnchecked(m, g, Flat(4), s, NoOverheads());
+  m.moe_imbalance = 1.5;
+  const Prediction skewed = PredictUnchecked(m, g, Flat(4), s, NoOverheads());
+  EXPECT_NEAR(skewed.time.ep_comm_s, 1.5 * even.time.ep_comm_s, 1e-12);
+  EXPECT_GT(skewed.time.compute_s, even.time.compute_s);
+  m.moe_capacity_factor = 1.25;  // token-drop: at most 1.25 x the mean
+  const Prediction capped = PredictUnchecked(m, g, Flat(4), s, NoOverheads());
+  EXPECT_NEAR(capped.time.ep_comm_s, 1.25 * even.time.ep_comm_s, 1e-12);
+  EXPECT_LT(capped.time.compute_s, skewed.time.compute_s);
+  EXPECT_GT(capped.time.compute_s, even.time.compute_s);
+}
+
 TEST(CostModelMoeTest, ExpertWeightsAreShardedByEp) {
   // 4 layers x 32 experts x 3 x 1024 x 512 = 201.3M expert weights (2 B each)
   // next to 4 x (4 x 1024^2 + 2 x 1024 + 32 x 1024 router) + 2 x 32000 x 1024

@@ -218,6 +218,10 @@ Status ValidateModel(const ModelSpec& m) {
       return bad("first_dense_layers", "must be in 0..layers-1");
   }
   if (m.mtp_layers < 0 || m.mtp_layers > m.layers) return bad("mtp_layers", "must be in 0..layers");
+  if (!(m.moe_imbalance >= 1.0 && m.moe_imbalance <= 1000))
+    return bad("moe_imbalance", "must be in [1, 1000]: the busiest expert's tokens over the mean");
+  if (!(m.moe_capacity_factor == 0 || (m.moe_capacity_factor >= 1.0 && m.moe_capacity_factor <= 1000)))
+    return bad("moe_capacity_factor", "must be 0 (dropless) or in [1, 1000]");
   if (m.IsMla() && (m.head_dim <= 0 || m.v_head_dim <= 0 || m.rope_head_dim < 0 || m.q_lora_rank < 0))
     return bad("kv_lora_rank", "multi-latent attention needs head_dim, v_head_dim and rope_head_dim");
   return Ok();
@@ -273,6 +277,8 @@ Result<ModelSpec> LoadModelFile(const std::string& path) {
       {"rope_head_dim", &m.rope_head_dim}, {"v_head_dim", &m.v_head_dim},
   };
   std::map<std::string, bool*> bools = {{"gated_mlp", &m.gated_mlp}, {"tied_embeddings", &m.tied_embeddings}};
+  std::map<std::string, double*> doubles = {{"moe_imbalance", &m.moe_imbalance},
+                                            {"moe_capacity_factor", &m.moe_capacity_factor}};
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>("");
     const int line = kv.first.Mark().line + 1;
@@ -283,8 +289,12 @@ Result<ModelSpec> LoadModelFile(const std::string& path) {
         *it->second = kv.second.as<int>();
       } else if (auto bt = bools.find(key); bt != bools.end()) {
         *bt->second = kv.second.as<bool>();
+      } else if (auto dt = doubles.find(key); dt != doubles.end()) {
+        *dt->second = kv.second.as<double>();
       } else {
-        return MakeError(ErrorCode::kParse, "{}:{}: unknown field '{}' (known: name, gated_mlp, tied_embeddings, {})",
+        return MakeError(ErrorCode::kParse,
+                         "{}:{}: unknown field '{}' (known: name, gated_mlp, tied_embeddings, moe_imbalance, "
+                         "moe_capacity_factor, {})",
                          path, line, key, [&] {
                            std::vector<std::string> k;
                            for (const auto& [n, _] : ints) k.push_back(n);
@@ -293,7 +303,10 @@ Result<ModelSpec> LoadModelFile(const std::string& path) {
       }
     } catch (const YAML::Exception&) {
       return MakeError(ErrorCode::kParse, "{}:{}: field '{}': expected {}", path, line, key,
-                       ints.contains(key) ? "an integer" : bools.contains(key) ? "true or false" : "a string");
+                       ints.contains(key)      ? "an integer"
+                       : bools.contains(key)   ? "true or false"
+                       : doubles.contains(key) ? "a number"
+                                               : "a string");
     }
   }
   if (m.kv_heads == 0) m.kv_heads = m.heads;

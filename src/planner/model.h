@@ -11,6 +11,7 @@
 // consistent (top_k <= experts).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -42,6 +43,16 @@ struct ModelSpec {
   // like the last, a 2h -> h projection and its own output layer; Megatron's
   // FLOPs count includes them.
   int mtp_layers = 0;
+  // Routing: the busiest expert's tokens over the mean (1 = balanced, as
+  // force-balanced benchmark runs), and the capacity factor of token-drop
+  // routing (0 = dropless: the busiest expert takes all its tokens; c > 0
+  // drops what exceeds c x the mean). The critical rank computes
+  // min(imbalance, capacity) x the mean tokens per expert.
+  double moe_imbalance = 1.0;
+  double moe_capacity_factor = 0.0;
+  double MoeLoadFactor() const {
+    return moe_capacity_factor > 0 ? std::min(moe_imbalance, moe_capacity_factor) : moe_imbalance;
+  }
   bool tied_embeddings = false;
   // Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank == 0: off.
   // head_dim is then the no-position part of the query/key head.

@@ -146,6 +146,27 @@ TEST(ModelFileTest, ErrorsNameFileLineAndField) {
   ASSERT_FALSE(incomplete);
   EXPECT_NE(incomplete.error().message.find("hidden"), std::string::npos);
   EXPECT_FALSE(LoadModelFile("/nonexistent/model.yaml"));
+  // The MoE routing fields take numbers in their ranges.
+  const std::string moe =
+      "name: m\nlayers: 4\nhidden: 512\nheads: 8\nffn: 1024\nvocab: 1000\nseq_len: 128\nglobal_batch: 8\n"
+      "experts: 8\ntop_k: 2\nexpert_ffn: 256\n";
+  const struct {
+    std::string extra, want;
+  } rows[] = {
+      {"moe_imbalance: lots\n", ":12: field 'moe_imbalance': expected a number"},
+      {"moe_imbalance: 0.5\n", "field 'moe_imbalance' must be in [1, 1000]"},
+      {"moe_capacity_factor: 0.5\n", "field 'moe_capacity_factor' must be 0 (dropless) or in [1, 1000]"},
+  };
+  for (const auto& r : rows) {
+    auto m = LoadModelFile(WriteTemp("tidal_moe_bad.yaml", moe + r.extra));
+    ASSERT_FALSE(m) << r.extra;
+    EXPECT_NE(m.error().message.find(r.want), std::string::npos) << m.error().message;
+  }
+  auto ok = LoadModelFile(WriteTemp("tidal_moe_ok.yaml", moe + "moe_imbalance: 1.5\nmoe_capacity_factor: 1.25\n"));
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_DOUBLE_EQ(ok->MoeLoadFactor(), 1.25);  // token-drop caps the busiest expert
+  ok->moe_capacity_factor = 0;
+  EXPECT_DOUBLE_EQ(ok->MoeLoadFactor(), 1.5);  // dropless takes it all
 }
 
 TEST(GpuTest, TableAndToolSpellings) {
