@@ -1,5 +1,6 @@
 #include "telemetry/mfu.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -147,6 +148,65 @@ TEST(MfuTest, GpuFromDcgmModelName) {
   auto wide = EstimateMfu(in);
   ASSERT_TRUE(wide);
   EXPECT_TRUE(Starts(wide->comm_share, "fallback step 3"));
+}
+
+// A hand-made log: the step time is the median of the elapsed times after
+// iteration 1 (warm-up); with an even count the mean of the two middle ones.
+// The data are chosen so that mean, lower and upper middle all differ.
+MegatronLog Iterations(const std::vector<double>& elapsed, const std::vector<double>& tflops) {
+  MegatronLog log;
+  log.source = "hand-made";
+  for (size_t i = 0; i < std::max(elapsed.size(), tflops.size()); ++i) {
+    IterationRecord it;
+    it.iteration = static_cast<long>(i) + 1;
+    if (i < elapsed.size()) it.elapsed_s = elapsed[i];
+    if (i < tflops.size()) it.tflops_per_gpu = tflops[i];
+    log.iterations.push_back(it);
+  }
+  return log;
+}
+
+TEST(MfuTest, StepTimeIsTheMedianOfTheIterationsAfterTheFirst) {
+  // After dropping iteration 1 (100 s): {10, 1, 4, 2} -> sorted 1 2 4 10,
+  // median (2 + 4) / 2 = 3 (upper middle 4, lower 2, mean 4.25).
+  MegatronLog even = Iterations({100, 10, 1, 4, 2}, {});
+  MfuInputs in;
+  in.log = &even;
+  auto r = EstimateMfu(in);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->step_time_s);
+  EXPECT_DOUBLE_EQ(r->step_time_s->value, 3.0);
+  EXPECT_NE(r->step_time_s->method.find("over 4 iterations"), std::string::npos) << r->step_time_s->method;
+  // Odd count: {9, 1, 2} -> 2 (mean 4).
+  MegatronLog odd = Iterations({100, 9, 1, 2}, {});
+  in.log = &odd;
+  r = EstimateMfu(in);
+  ASSERT_TRUE(r && r->step_time_s);
+  EXPECT_DOUBLE_EQ(r->step_time_s->value, 2.0);
+  // Two iterations after the first: the mean of both.
+  MegatronLog two = Iterations({100, 5, 1}, {});
+  in.log = &two;
+  r = EstimateMfu(in);
+  ASSERT_TRUE(r && r->step_time_s);
+  EXPECT_DOUBLE_EQ(r->step_time_s->value, 3.0);
+  // A log that starts later keeps its first iteration: {7, 1, 3, 5} -> 4.
+  MegatronLog later = Iterations({7, 1, 3, 5}, {});
+  for (auto& it : later.iterations) it.iteration += 10;
+  in.log = &later;
+  r = EstimateMfu(in);
+  ASSERT_TRUE(r && r->step_time_s);
+  EXPECT_DOUBLE_EQ(r->step_time_s->value, 4.0);
+  // The printed throughput is a median over every iteration (none dropped):
+  // {100, 10, 1, 4} -> (4 + 10) / 2 = 7; and it is what TFLOP/s falls back to.
+  MegatronLog tf = Iterations({}, {100, 10, 1, 4});
+  in.log = &tf;
+  r = EstimateMfu(in);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->logged_tflops_per_gpu);
+  EXPECT_DOUBLE_EQ(r->logged_tflops_per_gpu->value, 7.0);
+  ASSERT_TRUE(r->tflops_per_gpu);
+  EXPECT_DOUBLE_EQ(r->tflops_per_gpu->value, 7.0);
+  EXPECT_FALSE(r->step_time_s);
 }
 
 }  // namespace
