@@ -85,6 +85,25 @@ TEST(SearchTest, TensorParallelEightIsTried) {
   EXPECT_EQ(r16.error().code, ErrorCode::kUnresolvable);
 }
 
+// Without context parallelism the sequence length needs no divisibility:
+// an odd length still has plans (all with CP 1); CP 2 needs it divisible by 4.
+TEST(SearchTest, AnOddSequenceLengthSearchesWithoutContextParallelism) {
+  ModelSpec m = *FindModelPreset("llama3-8b");
+  m.seq_len = 4095;
+  const GpuSpec g = *FindGpu("h100");
+  auto r = SearchPlans(m, g, DefaultPlacement(g, 8), SearchOptions{}, DefaultCalibration());
+  ASSERT_TRUE(r) << r.error().message;
+  for (const auto& p : r->plans) EXPECT_EQ(p.strategy.cp, 1);
+  SearchOptions cp2;
+  cp2.cp = 2;
+  m.seq_len = 4098;
+  EXPECT_FALSE(SearchPlans(m, g, DefaultPlacement(g, 8), cp2, DefaultCalibration()));
+  m.seq_len = 4100;
+  auto ok = SearchPlans(m, g, DefaultPlacement(g, 8), cp2, DefaultCalibration());
+  ASSERT_TRUE(ok) << ok.error().message;
+  for (const auto& p : ok->plans) EXPECT_EQ(p.strategy.cp, 2);
+}
+
 TEST(SearchTest, MoeSearchUsesExpertParallelism) {
   const ModelSpec m = *FindModelPreset("mixtral-8x22b");
   const GpuSpec g = *FindGpu("h100");
