@@ -269,6 +269,48 @@ TEST(CostModelTest, ExpertAllToAllByHand) {
   EXPECT_NEAR(p->time.ep_comm_s, 1.5 * 4 * per_layer * m.layers * moe_frac, 1e-12);
 }
 
+// The same on a model with dense and MoE layers (half each): only the MoE
+// layers' all-to-alls count. Tiny on DP 8 x EP 8, TP 1 (no SP), NVLink.
+TEST(CostModelTest, ExpertAllToAllCountsOnlyTheMoeLayers) {
+  const ModelSpec m = Tiny();
+  const GpuSpec g = H100();
+  Strategy s = Make(1, 1, 8, 1, 2);
+  s.ep = 8;
+  const Placement pl = DefaultPlacement(g, 8);
+  const Link l = LinkFor(pl, 8);
+  const double beta = DefaultCalibration().collective_efficiency;
+  const double bytes = 1024.0 * 2 * 1024 * 2 * 7 / 8;
+  const double per_layer = 4 * (bytes / (l.gbps * 1e9 * beta) + l.latency_us * 1e-6);
+  for (Recompute rc : {Recompute::kNone, Recompute::kFull}) {
+    s.recompute = rc;
+    auto p = Predict(m, g, pl, s, DefaultCalibration());
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_NEAR(p->time.ep_comm_s, 2 * per_layer * 2 * (rc == Recompute::kFull ? 1.5 : 1.0), 1e-12);  // 2 MoE layers
+  }
+}
+
+// Memory-bound kernels move 3 x 2 bytes x tokens x (14 h + 3 x the FFN
+// activations) per layer (forward and twice backward), at 70% of the HBM
+// bandwidth. On Tiny with one shared expert (no SP, TP 1) the FFN
+// activations mix dense (2 x 4096, gated) and MoE ((top-2 + 1 shared) x 2 x
+// 1024) layers: 4096 + 3072 = 7168; per micro-batch 6 x 1024 x (14,336 +
+// 21,504) x 4 layers = 880,803,840 bytes. Doubling the HBM bandwidth changes
+// nothing else in the compute time.
+TEST(CostModelTest, ElementwiseTrafficByHand) {
+  ModelSpec m = Tiny();
+  m.shared_experts = 1;
+  const GpuSpec g = H100();
+  GpuSpec fast = g;
+  fast.hbm_tbps *= 2;
+  const Strategy s = Make(1, 1, 1, 1, 8);
+  auto a = Predict(m, g, DefaultPlacement(g, 1), s, DefaultCalibration());
+  auto b = Predict(m, fast, DefaultPlacement(fast, 1), s, DefaultCalibration());
+  ASSERT_TRUE(a && b);
+  const double bytes = 880803840.0 * 8;  // 8 micro-batches
+  const double hbm = g.hbm_tbps * 1e12 * 0.7;
+  EXPECT_NEAR(a->time.compute_s - b->time.compute_s, bytes / hbm - bytes / (2 * hbm), 1e-12);
+}
+
 // Pipeline point-to-point, by hand: 2 x v x m transfers of one micro-batch's
 // activations (tokens x h x 2 bytes, / tp with SP) over the link the whole
 // job spans between stages (2 x tp x cp x dp GPUs).
