@@ -356,6 +356,49 @@ TEST(MfuTest, PlannerFallbackWithAGlobalBatchOfOne) {
   auto r = EstimateMfu(in);
   ASSERT_TRUE(r && r->comm_share) << (r ? "" : r.error().message);
   EXPECT_TRUE(Starts(r->comm_share, "fallback step 1")) << r->comm_share->method;
+  in.model->vocab = 1;  // any positive vocabulary is a model
+  r = EstimateMfu(in);
+  ASSERT_TRUE(r && r->comm_share);
+  EXPECT_TRUE(Starts(r->comm_share, "fallback step 1")) << r->comm_share->method;
+  // A model from the log's arguments without a global batch takes the one
+  // its iterations print, also when that is 1.
+  MegatronLog args = ArgsLog();
+  args.arguments.erase("global_batch_size");
+  for (auto& it : args.iterations) it.global_batch = 1;
+  MfuInputs from_log;
+  from_log.log = &args;
+  from_log.gpu = *planner::FindGpu("h100");
+  from_log.gpus = 4;
+  from_log.strategy = Layout(2, 2, 1, 1);
+  r = EstimateMfu(from_log);
+  ASSERT_TRUE(r && r->comm_share) << (r ? "" : r.error().message);
+  EXPECT_TRUE(Starts(r->comm_share, "fallback step 1")) << r->comm_share->method;
+}
+
+// Model FLOPs need a model, a vocabulary, a global batch and a GPU count;
+// short of any one the log's own TFLOP/s are used.
+TEST(MfuTest, LoggedThroughputWhenModelFlopsLackAnInput) {
+  const std::vector<double> tflops = {50, 50, 50};
+  // No global batch anywhere.
+  MegatronLog no_batch = ArgsLog();
+  no_batch.arguments.erase("global_batch_size");
+  for (size_t i = 0; i < no_batch.iterations.size(); ++i) no_batch.iterations[i].tflops_per_gpu = 50;
+  // No GPU count (no world size, none given).
+  MegatronLog no_gpus = ArgsLog();
+  for (auto& it : no_gpus.iterations) it.tflops_per_gpu = 50;
+  // No model: iterations only, with a global batch.
+  MegatronLog no_model = Iterations({100, 2.0, 2.0}, tflops);
+  for (auto& it : no_model.iterations) it.global_batch = 64;
+  for (const auto& [log, gpus] : std::vector<std::pair<MegatronLog*, int>>{{&no_batch, 16}, {&no_gpus, 0}, {&no_model, 16}}) {
+    MfuInputs in;
+    in.log = log;
+    in.gpus = gpus;
+    auto r = EstimateMfu(in);
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_TRUE(r->tflops_per_gpu) << gpus;
+    EXPECT_DOUBLE_EQ(r->tflops_per_gpu->value, 50) << r->tflops_per_gpu->method;
+    EXPECT_TRUE(Starts(r->tflops_per_gpu, "log:")) << r->tflops_per_gpu->method;
+  }
 }
 
 // DCGM tensor activity gives TFLOP/s only when nothing better exists: the
