@@ -87,6 +87,21 @@ TEST(ClusterStateTest, RejectsBadInput) {
   EXPECT_FALSE(ClusterState::Build({{"x", 1, 1, 0, ""}, {"x", 1, 1, 0, ""}}).has_value());
 }
 
+// A placement must take at least 1 milli-GPU from each device it names
+// (found by mutation testing): 0 is refused as invalid, 1 and 1000 are not.
+TEST(ClusterStateTest, EachDeviceTakeIsOneToAThousandMilli) {
+  ClusterState s = TwoNodes();
+  auto zero = s.CanBind({{{0, 0, 0, {0}, {0}}}});
+  ASSERT_FALSE(zero.has_value());
+  EXPECT_EQ(zero.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(zero.error().message.find("(0, 1000]"), std::string::npos) << zero.error().message;
+  EXPECT_TRUE(s.CanBind({{{0, 0, 0, {0}, {1}}}}).has_value());
+  EXPECT_TRUE(s.CanBind({{{0, 0, 0, {0}, {1000}}}}).has_value());
+  auto over = s.CanBind({{{0, 0, 0, {0}, {1001}}}});
+  ASSERT_FALSE(over.has_value());
+  EXPECT_EQ(over.error().code, ErrorCode::kInvalidArgument);
+}
+
 // Any sequence of binds and unbinds, valid or not, leaves the state
 // consistent: no device over-allocated, capacity conserved, aggregates exact.
 RC_GTEST_PROP(ClusterStateProperty, NeverOverAllocatesAndConservesCapacity, ()) {
