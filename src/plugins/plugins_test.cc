@@ -135,6 +135,26 @@ TEST(FgdTest, ScoreIsSigmoidOfFragmentationDecrease) {
   EXPECT_EQ(a->gpus, std::vector<int32_t>{1});
 }
 
+// A sharing pod's device is judged on the node's state after taking it
+// from that device alone (found by mutation testing). Node a at {1000, 600}
+// free, typical pod 600: 400 from GPU 0 leaves {600, 600} (frag 0, score
+// 100 x sigmoid(0) = 50); from GPU 1 {1000, 200} (frag 200). GPU 0 wins.
+TEST(FgdTest, ASharingPodIsScoredOnTheDeviceItTakes) {
+  Fixture f;
+  TypicalPod t;
+  t.cpu_milli = 1000;
+  t.gpu_milli = 600;
+  t.num_gpu = 1;
+  t.popularity = 1.0;
+  FgdScore s(std::make_shared<FragmentationModel>(std::vector<TypicalPod>{t}));
+  ASSERT_TRUE(f.cluster.Bind(100, {{{0, 0, 0, {1}, {400}}}}).has_value());
+  const auto pod = f.Req(f.MakeJob(1000, 1, 400));
+  EXPECT_EQ(s.Score(f.Ctx(), pod, 0), 50);
+  auto a = s.SelectDevices(f.Ctx(), pod, 0);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->gpus, std::vector<int32_t>{0});
+}
+
 TEST(FgdTest, CachesNeverLeakBetweenClusterCopies) {
   Fixture f;
   TypicalPod t;
