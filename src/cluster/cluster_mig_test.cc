@@ -143,6 +143,25 @@ TEST(ClusterMig, CopiesAreIndependent) {
   EXPECT_TRUE(copy.CheckInvariants());
 }
 
+// One placement cannot both put a device into MIG mode (an instance on an
+// idle GPU) and take milli-GPU from it (found by mutation testing).
+TEST(ClusterMig, APlacementCannotTakeMilliFromADeviceItPutsIntoMigMode) {
+  ClusterState s = H100Node();
+  Placement p = MigJob(0, "3g.40gb", 0);
+  p.assignments[0].gpus = {0};
+  p.assignments[0].gpu_milli = {100};
+  auto r = s.CanBind(p);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << r.error().message;
+  EXPECT_FALSE(s.Bind(1, p));
+  EXPECT_EQ(s.mig_device(0, 0), nullptr);
+  // The instance on GPU 0 and milli from GPU 1 are fine together.
+  p.assignments[0].gpus = {1};
+  EXPECT_TRUE(s.Bind(1, p));
+  EXPECT_EQ(s.gpu_free(0)[1], 900);
+  EXPECT_TRUE(s.CheckInvariants());
+}
+
 }  // namespace
 }  // namespace tidal
 

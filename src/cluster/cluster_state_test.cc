@@ -42,6 +42,38 @@ TEST(ClusterStateTest, RejectsOverAllocationWithoutSideEffects) {
   EXPECT_FALSE(s.Bind(3, {{{0, 0, 0, {1, 1}, {600, 600}}}}).has_value());
 }
 
+// Free capacity exactly equal to the request fits (CPU, memory and a
+// device's milli each); one unit more does not, and the error says which.
+TEST(ClusterStateTest, ExactFitBindsAndOneUnitMoreDoesNot) {
+  ClusterState s = TwoNodes();  // a: 8000 milli-CPU, 16384 MiB, 2 GPUs
+  ASSERT_TRUE(s.Bind(1, {{{0, 7000, 15360, {0}, {300}}}}).has_value());
+  // Left on a: 1000 milli-CPU, 1024 MiB, GPU 0 700, GPU 1 1000.
+  auto cpu = s.CanBind({{{0, 1001, 0, {}, {}}}});
+  ASSERT_FALSE(cpu.has_value());
+  EXPECT_EQ(cpu.error().code, ErrorCode::kUnschedulable);
+  EXPECT_NE(cpu.error().message.find("1001 milli-CPU, 1000 free"), std::string::npos) << cpu.error().message;
+  EXPECT_FALSE(s.CanBind({{{0, 0, 1025, {}, {}}}}).has_value());
+  EXPECT_FALSE(s.CanBind({{{0, 0, 0, {0}, {701}}}}).has_value());
+  // Two assignments on one node are judged on their sum.
+  EXPECT_FALSE(s.CanBind({{{0, 600, 0, {}, {}}, {0, 401, 0, {}, {}}}}).has_value());
+  EXPECT_TRUE(s.CanBind({{{0, 600, 0, {}, {}}, {0, 400, 0, {}, {}}}}).has_value());
+  // Exactly what is left, all of it at once.
+  ASSERT_TRUE(s.Bind(2, {{{0, 1000, 1024, {0, 1}, {700, 1000}}}}).has_value());
+  EXPECT_EQ(s.cpu_free(0), 0);
+  EXPECT_EQ(s.memory_free(0), 0);
+  EXPECT_EQ(s.gpu_milli_free(0), 0);
+  EXPECT_EQ(s.free_whole_gpus(0), 0);
+  ASSERT_TRUE(s.CheckInvariants().has_value());
+  EXPECT_FALSE(s.CanBind({{{0, 1, 0, {}, {}}}}).has_value());
+  EXPECT_FALSE(s.CanBind({{{0, 0, 1, {}, {}}}}).has_value());
+  EXPECT_FALSE(s.CanBind({{{0, 0, 0, {1}, {1}}}}).has_value());
+  EXPECT_TRUE(s.CanBind({{{0, 0, 0, {}, {}}}}).has_value());  // nothing fits in nothing
+  // A whole device is 1000 milli: exactly that is a valid amount.
+  ASSERT_TRUE(s.Unbind(2).has_value());
+  EXPECT_EQ(s.free_whole_gpus(0), 1);
+  EXPECT_TRUE(s.CanBind({{{0, 0, 0, {1}, {1000}}}}).has_value());
+}
+
 TEST(ClusterStateTest, RejectsBadInput) {
   ClusterState s = TwoNodes();
   EXPECT_FALSE(s.Bind(1, {{{5, 0, 0, {}, {}}}}).has_value());
@@ -53,6 +85,21 @@ TEST(ClusterStateTest, RejectsBadInput) {
   EXPECT_FALSE(s.Bind(1, {{{0, 1, 1, {}, {}}}}).has_value());  // already bound
   EXPECT_FALSE(ClusterState::Build({{"x", 1, 1, 1, ""}}).has_value());  // GPU without model
   EXPECT_FALSE(ClusterState::Build({{"x", 1, 1, 0, ""}, {"x", 1, 1, 0, ""}}).has_value());
+}
+
+// A placement must take at least 1 milli-GPU from each device it names
+// (found by mutation testing): 0 is refused as invalid, 1 and 1000 are not.
+TEST(ClusterStateTest, EachDeviceTakeIsOneToAThousandMilli) {
+  ClusterState s = TwoNodes();
+  auto zero = s.CanBind({{{0, 0, 0, {0}, {0}}}});
+  ASSERT_FALSE(zero.has_value());
+  EXPECT_EQ(zero.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(zero.error().message.find("(0, 1000]"), std::string::npos) << zero.error().message;
+  EXPECT_TRUE(s.CanBind({{{0, 0, 0, {0}, {1}}}}).has_value());
+  EXPECT_TRUE(s.CanBind({{{0, 0, 0, {0}, {1000}}}}).has_value());
+  auto over = s.CanBind({{{0, 0, 0, {0}, {1001}}}});
+  ASSERT_FALSE(over.has_value());
+  EXPECT_EQ(over.error().code, ErrorCode::kInvalidArgument);
 }
 
 // Any sequence of binds and unbinds, valid or not, leaves the state

@@ -193,6 +193,25 @@ TEST(ClusterTopologyTest, AggregatesAfterBindsAndUnbinds) {
   ExpectAggregates(c, {{S, 16, 3, 8}, {L2, 8, 1, 8}, {hC, 8, 1, 8}, {hA, 4, 1, 4}}, "failed bind");
 }
 
+// A device entering MIG mode leaves the whole-GPU pool, and the topology's
+// host aggregates follow (found by mutation testing): hA (4 H100, node nA)
+// with GPU 0 in MIG mode has 3 free, is no longer a fully free host, and its
+// leaf's largest free count falls from 4 to 3 (hB still has 4).
+TEST(ClusterTopologyTest, AggregatesFollowADeviceIntoAndOutOfMigMode) {
+  ClusterState c = TreeNodes();
+  ASSERT_TRUE(c.AttachTopology(Tree()).has_value());
+  const mig::Geometry& g = *mig::FindGeometry("H100");
+  mig::Layout layout;
+  layout.instances.push_back({g.FindProfile("7g.80gb"), 0});
+  ASSERT_TRUE(c.SetMigLayout(nA, 0, layout).has_value());
+  ExpectAggregates(c, {{hA, 3, 0, 3}, {hB, 4, 1, 4}, {L1, 7, 1, 4}}, "hA GPU 0 in MIG mode");
+  EXPECT_EQ(Hist(c, hA), (H{{3, 1}}));
+  ASSERT_TRUE(c.SetMigLayout(nB, 1, layout).has_value());
+  ExpectAggregates(c, {{hB, 3, 0, 3}, {L1, 6, 0, 3}, {S, 14, 1, 8}}, "and hB GPU 1");
+  ASSERT_TRUE(c.DisableMig(nA, 0).has_value());
+  ExpectAggregates(c, {{hA, 4, 1, 4}, {L1, 7, 1, 4}}, "hA back");
+}
+
 TEST(ClusterTopologyTest, MaxFallsOnlyAsFarAsTheNextLargestHost) {
   ClusterState c = TreeNodes();
   ASSERT_TRUE(c.AttachTopology(Tree()).has_value());

@@ -1,6 +1,7 @@
 #include "planner/cost_model.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -24,20 +25,46 @@ Strategy Make(int tp, int pp, int dp, int mb, int ga) {
   return s;
 }
 
+// The bubble against the pipeline's own work, hand-computed: a micro-batch
+// takes t_mb = (compute + TP + CP + EP time) / m on every stage, and the
+// bubble is (p-1)/(m v) of the m micro-batches' time. The expectation comes
+// from the other terms of the breakdown, never from bubble_s itself.
+double BubbleShare(const Prediction& p) {
+  const double work = p.time.compute_s + p.time.tp_comm_s + p.time.cp_comm_s + p.time.ep_comm_s;
+  return p.time.bubble_s / work;
+}
+
 TEST(CostModelTest, PipelineBubbleIsPMinusOneOverMV) {
   const ModelSpec m = Llama70();
   const GpuSpec g = H100();
-  Strategy s = Make(8, 4, 2, 1, 8);
+  Strategy s = Make(8, 4, 2, 1, 8);  // p = 4, m = 8
   const Placement pl = DefaultPlacement(g, s.Gpus());
   auto p1 = Predict(m, g, pl, s, DefaultCalibration());
   ASSERT_TRUE(p1) << p1.error().message;
-  // bubble / (time of m micro-batches) = (p-1)/(m v)
-  const double per_mb = p1->time.bubble_s / 3.0;
-  EXPECT_NEAR(p1->time.bubble_s / (8 * per_mb), 3.0 / 8, 1e-9);
-  s.vpp = 2;
+  EXPECT_GT(p1->time.bubble_s, 0);
+  EXPECT_NEAR(BubbleShare(*p1), 3.0 / 8, 1e-9);  // (4-1)/(8*1), not 4/8
+  s.vpp = 2;                                      // v = 2: 20 layers per stage, 10 per chunk
   auto p2 = Predict(m, g, pl, s, DefaultCalibration());
-  ASSERT_TRUE(p2);
-  EXPECT_NEAR(p2->time.bubble_s / p1->time.bubble_s, 0.5, 1e-9);
+  ASSERT_TRUE(p2) << p2.error().message;
+  EXPECT_NEAR(BubbleShare(*p2), 3.0 / 16, 1e-9);  // (4-1)/(8*2), not 4/16
+  // p = 2, m = 4, v = 1: 1/4 (p/(m v) would be 1/2).
+  Strategy t = Make(8, 2, 4, 1, 4);
+  auto p3 = Predict(m, g, DefaultPlacement(g, t.Gpus()), t, DefaultCalibration());
+  ASSERT_TRUE(p3) << p3.error().message;
+  EXPECT_NEAR(BubbleShare(*p3), 1.0 / 4, 1e-9);
+  // No pipeline, no bubble.
+  Strategy u = Make(8, 1, 8, 1, 8);
+  auto p4 = Predict(m, g, DefaultPlacement(g, u.Gpus()), u, DefaultCalibration());
+  ASSERT_TRUE(p4) << p4.error().message;
+  EXPECT_EQ(p4->time.bubble_s, 0);
+  // The step is the sum of its parts (the bubble included once).
+  for (const auto& p : {*p1, *p2, *p3, *p4}) {
+    const auto& b = p.time;
+    EXPECT_NEAR(p.step_time_s,
+                b.compute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.bubble_s + b.pp_comm_s + b.dp_comm_s +
+                    b.optimizer_s,
+                1e-9 * p.step_time_s);
+  }
 }
 
 TEST(CostModelTest, MemoryAgreesWithMegatronTheoreticalFootprint) {
@@ -121,6 +148,305 @@ TEST(CostModelTest, ClusterSpecParsing) {
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("domian"), std::string::npos);
   EXPECT_FALSE(ParseClusterSpec("nvlink=abc", g, 8));
+}
+
+// --- Found by mutation testing (issue 11): each term below is worked out
+// by hand or from the other outputs, never from the value under test. ---
+
+// A small model whose activation memory is worked out by hand: h 1024, 8
+// heads of 128 (q 1024), 2 KV heads (kv 256), SwiGLU ffn 4096, 4 layers of
+// which the last 2 are MoE (8 experts, top-2, expert ffn 1024), vocab
+// 32,000, sequence 1024.
+ModelSpec Tiny() {
+  ModelSpec m;
+  m.name = "tiny";
+  m.layers = 4;
+  m.hidden = 1024;
+  m.heads = 8;
+  m.kv_heads = 2;
+  m.ffn = 4096;
+  m.gated_mlp = true;
+  m.vocab = 32000;
+  m.seq_len = 1024;
+  m.global_batch = 8;
+  m.experts = 8;
+  m.top_k = 2;
+  m.expert_ffn = 1024;
+  m.first_dense_layers = 2;
+  return m;
+}
+
+// Bytes per token and layer (Korthikanti et al., generalised as in
+// cost_model.cc): 10h unsharded + 4q + 4kv + MLP, the MLP mixing dense
+// (6 ffn, gated) and MoE ((top_k + shared)(2h + 6 expert_ffn)) layers by
+// their share (here 1/2 each):
+//   dense MLP 6 x 4096 = 24,576; MoE MLP 2 x (2048 + 6144) = 16,384;
+//   mixed 20,480; per token-layer 10,240 + 4,096 + 1,024 + 20,480 = 35,840.
+// Activations = tokens x that x layers x in-flight micro-batches (min(pp,
+// m) = 1) + fp32 logits and gradient (tokens x vocab / tp x 6 bytes).
+TEST(CostModelTest, ActivationMemoryByHand) {
+  const ModelSpec m = Tiny();
+  const GpuSpec g = H100();
+  const double gib = 1024.0 * 1024 * 1024;
+  const double logits = 1024.0 * 32000 * 6;
+  Strategy s = Make(1, 1, 1, 1, 8);
+  auto p = Predict(m, g, DefaultPlacement(g, 1), s, DefaultCalibration());
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_NEAR(p->memory.activations_gib * gib, 1024.0 * 35840 * 4 + logits, 1);
+  // Selective recompute drops the MLP's two ffn-wide tensors: 2 x (2048 +
+  // 1024 mixed) = 6144 fewer bytes: 29,696.
+  s.recompute = Recompute::kSelective;
+  p = Predict(m, g, DefaultPlacement(g, 1), s, DefaultCalibration());
+  ASSERT_TRUE(p);
+  EXPECT_NEAR(p->memory.activations_gib * gib, 1024.0 * 29696 * 4 + logits, 1);
+  // FP8 keeps 1-byte casts of the GEMM inputs: 10h - 2h unsharded, and q
+  // plus the FC2 input (2048 dense, 1024 MoE mixed: 3072) less sharded:
+  // 8192 + 25,600 - 1024 - 3072 = 29,696.
+  s.recompute = Recompute::kNone;
+  s.precision = Precision::kFp8;
+  p = Predict(m, g, DefaultPlacement(g, 1), s, DefaultCalibration());
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_NEAR(p->memory.activations_gib * gib, 1024.0 * 29696 * 4 + logits, 1);
+  // TP 2 with sequence parallelism shards everything: 35,840 / 2, logits / 2.
+  Strategy t = Make(2, 1, 1, 1, 8);
+  p = Predict(m, g, DefaultPlacement(g, 2), t, DefaultCalibration());
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_NEAR(p->memory.activations_gib * gib, 1024.0 * 17920 * 4 + logits / 2, 1);
+  // Full recompute keeps only the 2h layer inputs (sharded by SP), plus one
+  // layer re-materialised in full.
+  t.recompute = Recompute::kFull;
+  p = Predict(m, g, DefaultPlacement(g, 2), t, DefaultCalibration());
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_NEAR(p->memory.activations_gib * gib, 1024.0 * (2 * 1024 / 2) * 4 + 1024.0 * 17920 + logits / 2, 1);
+}
+
+// Hardware FLOPs add what recomputation runs again: for full recompute the
+// whole forward of the layers (linear + expert + 2 x attention, the latter
+// counted twice as in model FLOPs), for selective only the attention core.
+TEST(CostModelTest, HardwareFlopsAddTheRecomputedForward) {
+  for (const ModelSpec& m : {Llama70(), Tiny()}) {
+    SCOPED_TRACE(m.name);
+    const GpuSpec g = H100();
+    const ForwardFlops ff = ForwardFlopsPerToken(m, m.seq_len);
+    const int tp = m.name == "tiny" ? 1 : 8;
+    Strategy s = Make(tp, 1, 1, 1, 8);
+    const double tokens = 8.0 * m.seq_len;
+    for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      s.recompute = rc;
+      auto p = Predict(m, g, DefaultPlacement(g, tp), s, DefaultCalibration());
+      ASSERT_TRUE(p) << p.error().message;
+      const double extra = rc == Recompute::kFull        ? ff.linear + ff.expert + 2 * ff.attention
+                           : rc == Recompute::kSelective ? 2 * ff.attention
+                                                         : 0;
+      EXPECT_NEAR(p->hardware_flops_per_step - p->model_flops_per_step, extra * tokens,
+                  1e-9 * p->hardware_flops_per_step);
+      EXPECT_NEAR(p->hfu / p->mfu, p->hardware_flops_per_step / p->model_flops_per_step, 1e-9);
+    }
+  }
+}
+
+// Expert-parallel all-to-all, by hand: per micro-batch and MoE layer, 4
+// transfers (dispatch + combine, forward + backward) of tokens / tp (SP) x
+// top_k x h x 2 bytes x (ep - 1)/ep over the link the tp x cp x ep group
+// spans, each with its latency.
+TEST(CostModelTest, ExpertAllToAllByHand) {
+  const ModelSpec m = *FindModelPreset("mixtral-8x22b");
+  const GpuSpec g = H100();
+  Strategy s = Make(4, 1, 8, 1, 4);
+  s.ep = 8;
+  const Placement pl = DefaultPlacement(g, s.Gpus());
+  auto p = Predict(m, g, pl, s, DefaultCalibration());
+  ASSERT_TRUE(p) << p.error().message;
+  const Link l = LinkFor(pl, 4 * 8);
+  const double beta = DefaultCalibration().collective_efficiency;
+  const double bytes = m.seq_len / 4.0 * m.top_k * m.hidden * 2 * 7.0 / 8;
+  const double per_layer = 4 * (bytes / (l.gbps * 1e9 * beta) + l.latency_us * 1e-6);
+  const double moe_frac = static_cast<double>(m.MoeLayers()) / m.layers;
+  EXPECT_NEAR(p->time.ep_comm_s, 4 * per_layer * m.layers * moe_frac, 1e-12);
+  // Full recompute runs the forward all-to-alls again: x 1.5.
+  s.recompute = Recompute::kFull;
+  p = Predict(m, g, pl, s, DefaultCalibration());
+  ASSERT_TRUE(p);
+  EXPECT_NEAR(p->time.ep_comm_s, 1.5 * 4 * per_layer * m.layers * moe_frac, 1e-12);
+}
+
+// The same on a model with dense and MoE layers (half each): only the MoE
+// layers' all-to-alls count. Tiny on DP 8 x EP 8, TP 1 (no SP), NVLink.
+TEST(CostModelTest, ExpertAllToAllCountsOnlyTheMoeLayers) {
+  const ModelSpec m = Tiny();
+  const GpuSpec g = H100();
+  Strategy s = Make(1, 1, 8, 1, 2);
+  s.ep = 8;
+  const Placement pl = DefaultPlacement(g, 8);
+  const Link l = LinkFor(pl, 8);
+  const double beta = DefaultCalibration().collective_efficiency;
+  const double bytes = 1024.0 * 2 * 1024 * 2 * 7 / 8;
+  const double per_layer = 4 * (bytes / (l.gbps * 1e9 * beta) + l.latency_us * 1e-6);
+  for (Recompute rc : {Recompute::kNone, Recompute::kFull}) {
+    s.recompute = rc;
+    auto p = Predict(m, g, pl, s, DefaultCalibration());
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_NEAR(p->time.ep_comm_s, 2 * per_layer * 2 * (rc == Recompute::kFull ? 1.5 : 1.0), 1e-12);  // 2 MoE layers
+  }
+}
+
+// Memory-bound kernels move 3 x 2 bytes x tokens x (14 h + 3 x the FFN
+// activations) per layer (forward and twice backward), at 70% of the HBM
+// bandwidth. On Tiny with one shared expert (no SP, TP 1) the FFN
+// activations mix dense (2 x 4096, gated) and MoE ((top-2 + 1 shared) x 2 x
+// 1024) layers: 4096 + 3072 = 7168; per micro-batch 6 x 1024 x (14,336 +
+// 21,504) x 4 layers = 880,803,840 bytes. The two MoE layers add the token
+// permutation and its inverse, forward and backward: 4 x (1 + top-2) x 1024
+// x 2 bytes x 1024 tokens x 2 layers = 50,331,648 bytes. Doubling the HBM
+// bandwidth changes nothing else in the compute time.
+TEST(CostModelTest, ElementwiseTrafficByHand) {
+  ModelSpec m = Tiny();
+  m.shared_experts = 1;
+  const GpuSpec g = H100();
+  GpuSpec fast = g;
+  fast.hbm_tbps *= 2;
+  const Strategy s = Make(1, 1, 1, 1, 8);
+  auto a = Predict(m, g, DefaultPlacement(g, 1), s, DefaultCalibration());
+  auto b = Predict(m, fast, DefaultPlacement(fast, 1), s, DefaultCalibration());
+  ASSERT_TRUE(a && b);
+  const double bytes = (880803840.0 + 50331648.0) * 8;  // 8 micro-batches
+  const double hbm = g.hbm_tbps * 1e12 * 0.7;
+  EXPECT_NEAR(a->time.compute_s - b->time.compute_s, bytes / hbm - bytes / (2 * hbm), 1e-12);
+}
+
+// Pipeline point-to-point, by hand: 2 x v x m transfers of one micro-batch's
+// activations (tokens x h x 2 bytes, / tp with SP) over the link the whole
+// job spans between stages (2 x tp x cp x dp GPUs).
+TEST(CostModelTest, PipelineSendRecvByHand) {
+  const ModelSpec m = Llama70();
+  const GpuSpec g = H100();
+  Strategy s = Make(8, 4, 2, 1, 8);
+  const Placement pl = DefaultPlacement(g, s.Gpus());
+  const Link l = LinkFor(pl, 2 * 8 * 2);
+  const double beta = DefaultCalibration().collective_efficiency;
+  const double bytes = static_cast<double>(m.seq_len) * m.hidden * 2 / 8;
+  const double one = bytes / (l.gbps * 1e9 * beta) + l.latency_us * 1e-6;
+  for (int v : {1, 2}) {
+    s.vpp = v;
+    auto p = Predict(m, g, pl, s, DefaultCalibration());
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_NEAR(p->time.pp_comm_s, 2.0 * v * 8 * one, 1e-12) << v;
+  }
+}
+
+// Context parallelism's ring runs over the link the tp x cp group spans:
+// TP 8 x CP 2 = 16 GPUs crosses the 8-GPU NVLink domain, so the network's
+// bandwidth sets the exposed ring time. Halving the network's speed adds
+// exactly layers x 3 (cp - 1) x chunk / bandwidth per micro-batch (the ring
+// is far too slow at 1-2 GB/s for attention to hide any of it).
+TEST(CostModelTest, ContextParallelRingUsesTheLinkItSpans) {
+  const ModelSpec m = Llama70();
+  const GpuSpec g = H100();
+  Strategy s = Make(8, 1, 1, 1, 4);
+  s.cp = 2;
+  Placement fast = DefaultPlacement(g, 16), slow = fast;
+  for (auto& l : fast.levels) l.gbps = 2;
+  for (auto& l : slow.levels) l.gbps = 1;
+  auto pf = Predict(m, g, fast, s, DefaultCalibration());
+  auto ps = Predict(m, g, slow, s, DefaultCalibration());
+  ASSERT_TRUE(pf && ps);
+  const double beta = DefaultCalibration().collective_efficiency;
+  const double chunk = m.seq_len / 2.0 * 2 * m.KvDim() / 8 * 2;
+  const double per_mb = m.layers * 3.0 * (2 - 1) * chunk / (1e9 * beta) * (1.0 / 1 - 1.0 / 2);
+  EXPECT_NEAR(ps->time.cp_comm_s - pf->time.cp_comm_s, 4 * per_mb, 1e-9);
+  EXPECT_GT(pf->time.cp_comm_s, 0);
+}
+
+TEST(CostModelTest, LinkForTakesTheSmallestLevelThatHoldsTheGroup) {
+  Placement pl;
+  pl.gpus_per_domain = 8;
+  pl.nvlink_gbps = 450;
+  pl.nvlink_latency_us = 3;
+  pl.levels = {{"leaf", 64, 50, 5, 1}, {"spine", 128, 25, 2, 3}};
+  EXPECT_EQ(LinkFor(pl, 8).gbps, 450);  // exactly the domain: NVLink
+  EXPECT_EQ(LinkFor(pl, 8).hops, 1);
+  EXPECT_EQ(LinkFor(pl, 9).gbps, 50);
+  EXPECT_EQ(LinkFor(pl, 64).gbps, 50);  // exactly the leaf
+  EXPECT_EQ(LinkFor(pl, 65).gbps, 25);
+  EXPECT_EQ(LinkFor(pl, 65).latency_us, 6);  // 3 hops x 2 us
+  EXPECT_EQ(LinkFor(pl, 65).hops, 3);
+  EXPECT_EQ(LinkFor(pl, 128).gbps, 25);
+  // Past every bounded level: the top one.
+  EXPECT_EQ(LinkFor(pl, 1000).gbps, 25);
+  EXPECT_EQ(LinkFor(pl, 1000).latency_us, 6);
+}
+
+TEST(CostModelTest, SplitLayersAndStrategyValidationBoundaries) {
+  int first = -1, last = -1;
+  // 6 layers on 4 stages: 2 + 2 in the middle, 1 + 1 at the ends.
+  ASSERT_TRUE(SplitLayers(6, 4, first, last));
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(last, 1);
+  EXPECT_FALSE(SplitLayers(5, 4, first, last));  // 1 layer left for two end stages
+  ASSERT_TRUE(SplitLayers(126, 16, first, last));  // Llama 3 405B: 7 + 14 x 8 + 7
+  EXPECT_EQ(first, 7);
+  EXPECT_EQ(last, 7);
+  ASSERT_TRUE(SplitLayers(7, 2, first, last));  // two stages: the odd layer goes last
+  EXPECT_EQ(first, 3);
+  EXPECT_EQ(last, 4);
+  EXPECT_FALSE(SplitLayers(1, 2, first, last));
+  // Every size must be at least 1, each on its own.
+  ModelSpec m = Llama70();
+  const Strategy ok = Make(8, 1, 1, 1, 1);
+  EXPECT_TRUE(ValidateStrategy(m, ok, 8));
+  for (int field = 0; field < 8; ++field) {
+    Strategy s = ok;
+    int* f[] = {&s.tp, &s.pp, &s.dp, &s.cp, &s.ep, &s.vpp, &s.micro_batch, &s.grad_accum};
+    *f[field] = 0;
+    auto st = ValidateStrategy(m, s, s.Gpus());
+    ASSERT_FALSE(st) << field;
+    EXPECT_NE(st.error().message.find("at least 1"), std::string::npos) << st.error().message;
+  }
+  // CP needs the sequence divisible by 2 cp; without CP any length goes.
+  m.seq_len = 8191;
+  EXPECT_TRUE(ValidateStrategy(m, ok, 8));
+  m.seq_len = 8194;  // divisible by 2, not by 4
+  Strategy cp2 = ok;
+  cp2.cp = 2;
+  EXPECT_FALSE(ValidateStrategy(m, cp2, 16));
+  m.seq_len = 8196;
+  EXPECT_TRUE(ValidateStrategy(m, cp2, 16));
+}
+
+TEST(CostModelTest, ClusterSpecFileNeedsPositiveBandwidths) {
+  const GpuSpec g = H100();
+  const std::string path = ::testing::TempDir() + "/cluster_spec_test.yaml";
+  auto with = [&](const std::string& text) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    return ParseClusterSpec(path, g, 16);
+  };
+  const std::string levels = "levels:\n  - {name: leaf, span_gpus: 64, gbps: 50}\n";
+  auto good = with("gpus_per_domain: 8\nnvlink_gbps: 450\n" + levels);
+  ASSERT_TRUE(good) << good.error().message;
+  EXPECT_EQ(good->nvlink_gbps, 450);
+  EXPECT_FALSE(with("gpus_per_domain: 8\nnvlink_gbps: 0\n" + levels));
+  EXPECT_FALSE(with("gpus_per_domain: 8\nnvlink_gbps: 2e9\n" + levels));
+  EXPECT_FALSE(with("gpus_per_domain: 0\nnvlink_gbps: 450\n" + levels));
+  EXPECT_FALSE(with("gpus_per_domain: 8\nnvlink_gbps: 450\nlevels:\n  - {name: leaf, span_gpus: 64, gbps: 0}\n"));
+  std::remove(path.c_str());
+}
+
+TEST(CalibrationTest, SetGemmFractionChangesOnlyItsOwnEntry) {
+  Calibration c = DefaultCalibration();
+  c.SetGemmFraction("hopper", "fp8", 0.5);
+  EXPECT_EQ(c.GemmFraction("hopper", "fp8"), 0.5);
+  EXPECT_EQ(c.GemmFraction("hopper", "16-bit"), 0.732);
+  EXPECT_EQ(c.GemmFraction("ampere", "16-bit"), 0.732);
+  c.SetGemmFraction("ampere", "16-bit", 0.7);
+  EXPECT_EQ(c.GemmFraction("ampere", "16-bit"), 0.7);
+  EXPECT_EQ(c.GemmFraction("hopper", "16-bit"), 0.732);
+  const size_t n = c.entries.size();
+  c.SetGemmFraction("blackwell", "16-bit", 0.8);
+  EXPECT_EQ(c.entries.size(), n + 1);
+  EXPECT_EQ(c.GemmFraction("blackwell", "16-bit"), 0.8);
+  EXPECT_EQ(c.GemmFraction("hopper", "16-bit"), 0.732);
 }
 
 TEST(PredictStepTimeTest, FixedStrategyAndSearch) {

@@ -54,6 +54,56 @@ TEST(SearchTest, Llama405bOn16kH100UsesUnevenPipelineAndIsFast) {
   }
 }
 
+// TP runs over 1, 2, 4, 8 on an 8-GPU NVLink domain: the bound is
+// inclusive. Fixing TP 8 must find plans (all with TP 8), and the full
+// search evaluates exactly what the four fixed-TP searches evaluate together.
+TEST(SearchTest, TensorParallelEightIsTried) {
+  const ModelSpec m = *FindModelPreset("llama3-70b");  // 64 heads, 8 KV heads
+  const GpuSpec g = *FindGpu("h100");
+  const Placement pl = DefaultPlacement(g, 64);
+  ASSERT_EQ(pl.gpus_per_domain, 8);
+  SearchOptions opt;
+  opt.pp = 1;  // keep it small
+  long sum = 0;
+  for (int tp : {1, 2, 4, 8}) {
+    SearchOptions o = opt;
+    o.tp = tp;
+    auto r = SearchPlans(m, g, pl, o, DefaultCalibration());
+    ASSERT_TRUE(r) << "tp " << tp << ": " << r.error().message;
+    EXPECT_GT(r->evaluated, 0) << tp;
+    for (const auto& p : r->plans) EXPECT_EQ(p.strategy.tp, tp);
+    sum += r->evaluated;
+  }
+  auto all = SearchPlans(m, g, pl, opt, DefaultCalibration());
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_EQ(all->evaluated, sum);
+  // TP 16 would span two NVLink domains: never tried.
+  SearchOptions o16 = opt;
+  o16.tp = 16;
+  auto r16 = SearchPlans(m, g, pl, o16, DefaultCalibration());
+  ASSERT_FALSE(r16);
+  EXPECT_EQ(r16.error().code, ErrorCode::kUnresolvable);
+}
+
+// Without context parallelism the sequence length needs no divisibility:
+// an odd length still has plans (all with CP 1); CP 2 needs it divisible by 4.
+TEST(SearchTest, AnOddSequenceLengthSearchesWithoutContextParallelism) {
+  ModelSpec m = *FindModelPreset("llama3-8b");
+  m.seq_len = 4095;
+  const GpuSpec g = *FindGpu("h100");
+  auto r = SearchPlans(m, g, DefaultPlacement(g, 8), SearchOptions{}, DefaultCalibration());
+  ASSERT_TRUE(r) << r.error().message;
+  for (const auto& p : r->plans) EXPECT_EQ(p.strategy.cp, 1);
+  SearchOptions cp2;
+  cp2.cp = 2;
+  m.seq_len = 4098;
+  EXPECT_FALSE(SearchPlans(m, g, DefaultPlacement(g, 8), cp2, DefaultCalibration()));
+  m.seq_len = 4100;
+  auto ok = SearchPlans(m, g, DefaultPlacement(g, 8), cp2, DefaultCalibration());
+  ASSERT_TRUE(ok) << ok.error().message;
+  for (const auto& p : ok->plans) EXPECT_EQ(p.strategy.cp, 2);
+}
+
 TEST(SearchTest, MoeSearchUsesExpertParallelism) {
   const ModelSpec m = *FindModelPreset("mixtral-8x22b");
   const GpuSpec g = *FindGpu("h100");

@@ -135,6 +135,26 @@ TEST(FgdTest, ScoreIsSigmoidOfFragmentationDecrease) {
   EXPECT_EQ(a->gpus, std::vector<int32_t>{1});
 }
 
+// A sharing pod's device is judged on the node's state after taking it
+// from that device alone (found by mutation testing). Node a at {1000, 600}
+// free, typical pod 600: 400 from GPU 0 leaves {600, 600} (frag 0, score
+// 100 x sigmoid(0) = 50); from GPU 1 {1000, 200} (frag 200). GPU 0 wins.
+TEST(FgdTest, ASharingPodIsScoredOnTheDeviceItTakes) {
+  Fixture f;
+  TypicalPod t;
+  t.cpu_milli = 1000;
+  t.gpu_milli = 600;
+  t.num_gpu = 1;
+  t.popularity = 1.0;
+  FgdScore s(std::make_shared<FragmentationModel>(std::vector<TypicalPod>{t}));
+  ASSERT_TRUE(f.cluster.Bind(100, {{{0, 0, 0, {1}, {400}}}}).has_value());
+  const auto pod = f.Req(f.MakeJob(1000, 1, 400));
+  EXPECT_EQ(s.Score(f.Ctx(), pod, 0), 50);
+  auto a = s.SelectDevices(f.Ctx(), pod, 0);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->gpus, std::vector<int32_t>{0});
+}
+
 TEST(FgdTest, CachesNeverLeakBetweenClusterCopies) {
   Fixture f;
   TypicalPod t;
@@ -157,6 +177,49 @@ TEST(FgdTest, CachesNeverLeakBetweenClusterCopies) {
   EXPECT_NE(original, s.Score(copy_ctx, pod, 0));
   EXPECT_EQ(original, s.Score(f.Ctx(), pod, 0));
   EXPECT_NE(fresh, s.Score(copy_ctx, pod, 0));
+}
+
+// The filters' boundaries: free CPU, memory, device milli or device count
+// exactly equal to the request fits; one unit more does not.
+TEST(ResourceFitTest, ExactFitPassesAndOneUnitMoreFails) {
+  Fixture f;  // a: 64000 milli-CPU, 262144 MiB, 2 T4
+  ResourceFitFilter rf;
+  GpuFitFilter gf;
+  auto req = [&](int64_t cpu, int64_t mem, int32_t n, int32_t milli) {
+    f.MakeJob(cpu, n, milli);
+    f.jobs.back().memory_mib = mem;
+    return f.Req(f.jobs.back());
+  };
+  EXPECT_TRUE(rf.Filter(f.Ctx(), req(64000, 262144, 0, 0), 0));
+  EXPECT_FALSE(rf.Filter(f.Ctx(), req(64001, 262144, 0, 0), 0));
+  EXPECT_FALSE(rf.Filter(f.Ctx(), req(64000, 262145, 0, 0), 0));
+  // Two whole GPUs on a 2-GPU node; three never.
+  EXPECT_TRUE(gf.Filter(f.Ctx(), req(0, 0, 2, 1000), 0));
+  EXPECT_FALSE(gf.Filter(f.Ctx(), req(0, 0, 3, 1000), 0));
+  // 300 taken from each device: 700 left on both.
+  ASSERT_TRUE(f.cluster.Bind(100, {{{0, 1000, 1024, {0, 1}, {300, 300}}}}).has_value());
+  EXPECT_TRUE(rf.Filter(f.Ctx(), req(63000, 261120, 0, 0), 0));
+  EXPECT_FALSE(rf.Filter(f.Ctx(), req(63001, 261120, 0, 0), 0));
+  EXPECT_FALSE(rf.Filter(f.Ctx(), req(63000, 261121, 0, 0), 0));
+  EXPECT_TRUE(gf.Filter(f.Ctx(), req(0, 0, 1, 700), 0));
+  EXPECT_FALSE(gf.Filter(f.Ctx(), req(0, 0, 1, 701), 0));
+  EXPECT_FALSE(gf.Filter(f.Ctx(), req(0, 0, 1, 1000), 0));  // no whole GPU left
+  // And device selection takes the exactly fitting device (best fit: the
+  // least sufficient free milli; here both have 700, so the lower index).
+  BestFitDeviceSelect sel;
+  auto a = sel.SelectDevices(f.Ctx(), req(0, 0, 1, 700), 0);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->gpus, (std::vector<int32_t>{0}));
+  EXPECT_FALSE(sel.SelectDevices(f.Ctx(), req(0, 0, 1, 701), 0));
+  // 300 more from GPU 0 (400 and 700 left): 400 takes GPU 0, the tighter
+  // exact fit; 401 fits only GPU 1.
+  ASSERT_TRUE(f.cluster.Bind(101, {{{0, 0, 0, {0}, {300}}}}).has_value());
+  auto b = sel.SelectDevices(f.Ctx(), req(0, 0, 1, 400), 0);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->gpus, (std::vector<int32_t>{0}));
+  auto c = sel.SelectDevices(f.Ctx(), req(0, 0, 1, 401), 0);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->gpus, (std::vector<int32_t>{1}));
 }
 
 TEST(FrameworkTest, TiesGoToTheLowestRankOrAtRandom) {

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "framework/gang.h"
 #include "plugins/first_fit/first_fit.h"
 #include "plugins/hived/hived.h"
 #include "plugins/kueue_tas/kueue_tas.h"
@@ -707,6 +708,99 @@ TEST(CordonTest, EveryTopologyPlacerSkipsACordonedHost) {
     EXPECT_NE(*eight.begin(), "a1");
     EXPECT_EQ(nodes(24), (std::set<std::string>{"a2", "b1", "b2"}));
     EXPECT_TRUE(nodes(32).empty());
+  }
+}
+
+// --- Found by mutation testing (issue 11) ----------------------------------
+
+// RandomGangPlace gathers from every node with a free GPU, also those with
+// exactly one.
+TEST(RandomGangPlaceTest, NodesWithOneFreeGpuCount) {
+  World w(kTwoLeaves, kTwoLeavesHosts);
+  for (const char* h : {"a1", "a2", "b1", "b2"}) w.HoldFirst(h, 7);
+  RandomGangPlace rnd;
+  const std::string p = w.Place(rnd, w.NewJob(4));
+  EXPECT_EQ(p.size(), std::string("a1:7 a2:7 b1:7 b2:7").size()) << p;
+  for (const char* h : {"a1:7", "a2:7", "b1:7", "b2:7"}) EXPECT_NE(p.find(h), std::string::npos) << p;
+}
+
+// A domain with more than 256 children (topo keeps the first 256 on the
+// stack, the rest in a vector): a host that cannot take the job is skipped
+// there too, and when none can, nothing is placed. One leaf of 300 8-GPU
+// hosts with 1 core each but the last, which has 4.
+TEST(TopoPlaceTest, ALeafWithMoreThan256HostsSkipsHostsThatCannotTakeTheJob) {
+  std::vector<Host> hosts;
+  for (int i = 1; i <= 300; ++i) hosts.push_back({"h" + std::to_string(i), 8, "H100", i == 300 ? 4000 : 1000});
+  World w("version: 1\nroot: {level: leaf, name: leaf1, hosts: \"h[1-300]\"}\n", hosts);
+  TopoPlace topo;
+  EXPECT_EQ(w.Place(topo, w.NewJob(8, true, 2000)), "h300:0-7");
+  EXPECT_EQ(w.Place(topo, w.NewJob(8, true, 5000)), "");
+}
+
+// A required level above every level of the topology is the outermost one
+// there is: one leaf of two hosts holds a 16-GPU job required "in a spine".
+TEST(KueueTasPlaceTest, ARequiredLevelAboveTheTopologyIsItsOutermostLevel) {
+  World w("version: 1\nroot: {level: leaf, name: leaf1, hosts: [a1, a2]}\n", Hosts({"a1", "a2"}));
+  KueueTasPlace kq;
+  Job& j = w.NewJob(16);
+  j.topo_required = topo::Level::kSpine;
+  EXPECT_EQ(w.Place(kq, j), "a1:0-7 a2:0-7");
+}
+
+// gang::UsableGpus: a TP group as large as a host-wide NVLink domain uses
+// only whole groups (8 of 8, so 7 free GPUs give none); TP 1 uses every free
+// GPU, also those outside the host's NVLink groups.
+TEST(GangUsableGpus, WholeGroupsOnlyAndEveryGpuForTpOne) {
+  World w(R"(version: 1
+host_types:
+  nv8:
+    gpus: 8
+    groups:
+      - {level: nvlink, name: nv, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+  pair:
+    gpus: 4
+    groups:
+      - {level: nvlink, name: nv0, gpus: [0, 1]}
+root:
+  level: spine
+  name: spine
+  children:
+    - {level: leaf, name: leaf1, hosts: [h1], host_type: nv8}
+    - {level: leaf, name: leaf2, hosts: [p1], host_type: pair}
+)",
+          {{"h1", 8}, {"p1", 4}});
+  const NodeId h1 = w.Id("h1"), p1 = w.Id("p1");
+  EXPECT_EQ(gang::UsableGpus(w.cluster, h1, 8), 8);
+  EXPECT_EQ(gang::UsableGpus(w.cluster, p1, 1), 4);  // GPUs 2 and 3 are in no NVLink group
+  EXPECT_EQ(gang::UsableGpus(w.cluster, p1, 2), 2);  // one whole pair
+  w.HoldFirst("h1", 1);
+  EXPECT_EQ(gang::UsableGpus(w.cluster, h1, 8), 0);
+  EXPECT_EQ(gang::UsableGpus(w.cluster, h1, 4), 4);
+  EXPECT_EQ(gang::UsableGpus(w.cluster, h1, 1), 7);
+}
+
+// A request for no GPUs goes to the node path even with a topology placer,
+// whatever milli-GPU per device it names.
+TEST(FrameworkTopology, ARequestForNoGpusTakesTheNodePath) {
+  World w(kTwoLeaves, kTwoLeavesHosts);
+  Framework fw(testing::MakePlacer("topo").profile);
+  Job& j = w.NewJob(0, true, 1000, 1024);
+  j.gpu_milli = kMilliPerGpu;
+  CycleContext ctx{w.cluster, w.rng};
+  auto p = fw.Schedule(ctx, w.Req(j));
+  ASSERT_TRUE(p) << p.error().message;
+  ASSERT_EQ(p->assignments.size(), 1u);
+  EXPECT_TRUE(p->assignments[0].gpus.empty());
+}
+
+// A request for no whole GPUs is no gang: every topology placer declines it.
+TEST(AllTopologyPlacers, DeclineARequestForNoGpus) {
+  for (const std::string& name : testing::TopologyPlacers()) {
+    SCOPED_TRACE(name);
+    World w(kTwoLeaves, kTwoLeavesHosts);
+    Job& j = w.NewJob(0, false, 1000, 1024);
+    j.gpu_milli = kMilliPerGpu;
+    EXPECT_EQ(w.Place(name, j), "");
   }
 }
 

@@ -3,6 +3,7 @@
 // placement (SetRunTime). The queue is driven by hand, pass by pass, so "a
 // later pass without any release" is exactly that.
 #include <algorithm>
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -324,6 +325,46 @@ TEST(QueueDeferral, FreeCapacityOnACordonedNode) {
   EXPECT_EQ(drained.time_s(), 100);
   EXPECT_EQ(drained.fits(), (std::vector<uint8_t>{0, 1}));
   EXPECT_EQ(drained.fitting_nodes(), 1);
+}
+
+// A reservation's view of the free capacity (FreeCapacity::Fits, the filters'
+// rules on a detached copy): exactly enough CPU, memory, device milli or
+// whole devices fits; one unit more does not.
+TEST(QueueDeferral, FreeCapacityExactFit) {
+  ClusterState c = *ClusterState::Build({{"n0", 64000, 262144, 4, "A"}});
+  ASSERT_TRUE(c.Bind(1, Placement{{{0, 60000, 262000, {0, 1}, {300, 1000}}}}).has_value());
+  // Left: 4000 milli-CPU, 144 MiB, devices 700, 0, 1000, 1000.
+  FreeCapacity f;
+  f.CopyFrom(c);
+  EXPECT_EQ(f.whole_free(0), 2);
+  std::deque<Job> jobs;  // a PodRequest points at its job
+  auto req = [&](int64_t cpu, int64_t mem, int32_t n, int32_t milli) {
+    Job& j = jobs.emplace_back(MakeJob(static_cast<JobId>(jobs.size()) + 10, n, 10));
+    j.single_node = true;
+    j.cpu_milli = cpu;
+    j.memory_mib = mem;
+    j.gpu_milli = milli;
+    return *ResolveRequest(j, c.models());
+  };
+  EXPECT_TRUE(f.Fits(req(4000, 144, 0, 0), 0));
+  EXPECT_FALSE(f.Fits(req(4001, 144, 0, 0), 0));
+  EXPECT_FALSE(f.Fits(req(4000, 145, 0, 0), 0));
+  EXPECT_TRUE(f.Fits(req(0, 0, 2, 1000), 0));
+  EXPECT_FALSE(f.Fits(req(0, 0, 3, 1000), 0));
+  EXPECT_TRUE(f.Fits(req(0, 0, 1, 700), 0));
+  EXPECT_TRUE(f.Fits(req(0, 0, 1, 1000), 0));
+  // Three devices with 700 or more; with one more milli only the two whole ones.
+  EXPECT_TRUE(f.Fits(req(0, 0, 3, 700), 0));
+  EXPECT_FALSE(f.Fits(req(0, 0, 3, 701), 0));
+  EXPECT_FALSE(f.Fits(req(0, 0, 5, 100), 0));  // more devices than the node has
+  // Returning the assignment restores exactly the capacity, and whole devices.
+  f.Apply(c.FindAllocation(1)->assignments[0], +1);
+  EXPECT_EQ(f.whole_free(0), 4);
+  EXPECT_TRUE(f.Fits(req(64000, 262144, 4, 1000), 0));
+  EXPECT_FALSE(f.Fits(req(64001, 262144, 4, 1000), 0));
+  f.Apply(c.FindAllocation(1)->assignments[0], -1);
+  EXPECT_EQ(f.whole_free(0), 2);
+  EXPECT_FALSE(f.Fits(req(4001, 144, 0, 0), 0));
 }
 
 }  // namespace

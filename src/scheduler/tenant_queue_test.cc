@@ -543,6 +543,29 @@ TEST(TenantQueue, BackfillProtectsTheReservationKueueDoesNotBlock) {
   }
 }
 
+// The reservation belongs to the first job that cannot start; later blocked
+// jobs do not replace it. 2 x 8 GPUs: x (4, to 1000) on n0, y (8, to 3000)
+// on n1. At 10: j1 (8, 100 s) fits nowhere: reserved at 1000 (n0 whole).
+// j4 (16-GPU gang, 100 s) cannot start either; its own reservation would be
+// 3000 (both nodes), but j1 keeps its 1000. j6 (4, 2000 s) fits on n0 now
+// but would end at 2010 > 1000 holding half of n0, which j1 needs at 1000:
+// not started (under j4's 3000 it would have been).
+TEST(TenantQueue, TheFirstBlockedJobKeepsTheReservation) {
+  Harness h(2, Tree({{"A", 32}}), QueuePolicy::kTidal);
+  const Job& x = h.Push("A", 4, 1000, 0);
+  const Job& y = h.Push("A", 8, 3000, 0);
+  EXPECT_EQ(h.Started(h.Schedule(0)), (Names{x.name, y.name}));
+  const Job& j1 = h.Push("A", 8, 100, 10);
+  const Job& j4 = h.Push("A", 16, 100, 10);
+  EXPECT_FALSE(j4.single_node);
+  h.Push("A", 4, 2000, 10);
+  QueuePass p = h.Schedule(10);
+  EXPECT_TRUE(p.started.empty()) << ::testing::PrintToString(h.Started(p));
+  EXPECT_TRUE(p.preempted.empty());
+  EXPECT_EQ(h.queue->head(), &j1);
+  EXPECT_EQ(h.queue->reservation_s(), 1000);
+}
+
 // BUG (disabled): without backfill, head() is the LAST job of the pass
 // that did not fit, not the first. The scenario above under kueue: j1 (8)
 // and then j3 (4) do not fit; head() should be j1 (the oldest blocked job,

@@ -59,6 +59,28 @@ TEST(FillTest, WorkloadIsTraceShuffledThenToppedUpToTheTarget) {
   EXPECT_NE(a, c);
 }
 
+// The top-up's stop test compares the candidate's per-device milli with the
+// room left (the reference's rule), not its total. One 4-GPU pod of 1000
+// milli per device (4000 in all), cluster 10,000 milli, tune 1: the trace
+// holds 4000; a copy goes in while 4000 + 1000 and 8000 + 1000 stay within
+// 10,000, so two copies and 12,000 in all. With the pod's total in the test,
+// 8000 + 4000 > 10,000 would stop after one copy.
+TEST(FillTest, TopUpStopsOnThePerDeviceMilliNotThePodsTotal) {
+  const std::vector<Job> trace = {Pod("four", 4000, 4, 1000)};
+  auto w = BuildFillWorkload(trace, 10'000, 1.0, 7);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0].name, "four");
+  EXPECT_EQ(w[1].name, "four-tuned-0");
+  EXPECT_EQ(w[2].name, "four-tuned-1");
+  // Room for exactly one more device (target 9000): 4000 + 1000 <= 9000 and
+  // 8000 + 1000 <= 9000 (the boundary is inclusive) -> two copies.
+  EXPECT_EQ(BuildFillWorkload(trace, 9'000, 1.0, 7).size(), 3u);
+  // Target 8999: the second copy would pass it (8000 + 1000 > 8999).
+  EXPECT_EQ(BuildFillWorkload(trace, 8'999, 1.0, 7).size(), 2u);
+  // At or over the target from the start: no top-up.
+  EXPECT_EQ(BuildFillWorkload(trace, 4'000, 1.0, 7).size(), 1u);
+}
+
 TEST(FillTest, BucketsFollowTheReferenceAnalysis) {
   FillResult r;
   r.total_gpus = 10;  // 10,000 milli; 1% = 100 milli

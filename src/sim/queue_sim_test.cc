@@ -204,12 +204,25 @@ TEST(QueueSim, JobsWithoutTimesAreAClearError) {
   EXPECT_NE(r.error().message.find("time-stamped"), std::string::npos);
 }
 
-TEST(QueueSim, JsonHasTheDesignKeys) {
+// The JSON carries the run's figures, not just their names: Scenario1 under
+// backfill has delays 0, 9, 0, 12 (sorted 0 0 9 12) and JCTs 10, 14, 5, 32
+// (sorted 5 10 14 32), worked out in BackfillStartsShortJobWithoutDelayingTheHead.
+TEST(QueueSim, JsonCarriesTheRunsFigures) {
   const QueueSimResult r = Replay(OneNode(4), Scenario1(), QueuePolicy::kFifoBackfill);
   const auto j = QueueSimJson(r);
-  for (const char* k : {"queue_delay_s", "jct_s"})
-    for (const char* q : {"mean", "p50", "p95", "p99"}) EXPECT_TRUE(j[k].contains(q)) << k << "." << q;
-  for (const char* k : {"allocation_rate", "stranded_gpu_share", "jobs_finished"}) EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_DOUBLE_EQ(j["queue_delay_s"]["mean"].get<double>(), 21.0 / 4);
+  EXPECT_DOUBLE_EQ(j["queue_delay_s"]["p50"].get<double>(), 4.5);
+  EXPECT_NEAR(j["queue_delay_s"]["p95"].get<double>(), 9 + 0.85 * 3, 1e-9);
+  EXPECT_NEAR(j["queue_delay_s"]["p99"].get<double>(), 9 + 0.97 * 3, 1e-9);
+  EXPECT_DOUBLE_EQ(j["jct_s"]["mean"].get<double>(), 61.0 / 4);
+  EXPECT_DOUBLE_EQ(j["jct_s"]["p50"].get<double>(), 12.0);
+  EXPECT_NEAR(j["jct_s"]["p95"].get<double>(), 14 + 0.85 * 18, 1e-9);
+  EXPECT_NEAR(j["jct_s"]["p99"].get<double>(), 14 + 0.97 * 18, 1e-9);
+  EXPECT_DOUBLE_EQ(j["allocation_rate"].get<double>(), 65.0 / 140.0);
+  EXPECT_DOUBLE_EQ(j["stranded_gpu_share"].get<double>(), 3.0 / (4.0 * 14.0));
+  EXPECT_EQ(j["jobs_finished"].get<int64_t>(), 4);
+  EXPECT_EQ(j["jobs_backfilled"].get<int64_t>(), 1);
+  EXPECT_EQ(j["makespan_s"].get<int64_t>(), 35);
 }
 
 // --- properties on random workloads ---------------------------------------
@@ -353,14 +366,27 @@ TEST(StrandedTracker, IdleCapacityNoWaitingShapeCanUse) {
   EXPECT_EQ(t.Compute(*c, shapes, 7), 300 + 400);
 }
 
+// Data whose mean (26.75), median (3) and middle values (2, 4) all differ,
+// so a percentile that took the mean, a middle value or the wrong rank fails.
 TEST(Metrics, PercentilesInterpolateLinearly) {
-  const Summary s = Summarize({4, 1, 3, 2});
-  EXPECT_DOUBLE_EQ(s.mean, 2.5);
-  EXPECT_DOUBLE_EQ(s.p50, 2.5);
-  EXPECT_DOUBLE_EQ(s.p95, 3.85);
-  EXPECT_DOUBLE_EQ(s.p99, 3.97);
+  const Summary s = Summarize({100, 1, 4, 2});  // sorted 1 2 4 100
+  EXPECT_EQ(s.count, 4);
+  EXPECT_DOUBLE_EQ(s.mean, 107.0 / 4);
+  EXPECT_DOUBLE_EQ(s.p50, 3.0);                  // rank 1.5: 2 + 0.5 x (4 - 2)
+  EXPECT_NEAR(s.p95, 4 + 0.85 * 96, 1e-9);       // rank 2.85
+  EXPECT_NEAR(s.p99, 4 + 0.97 * 96, 1e-9);       // rank 2.97
+  const std::vector<int64_t> sorted = {1, 2, 4, 100};
+  EXPECT_DOUBLE_EQ(Percentile(sorted, 0), 1);
+  EXPECT_DOUBLE_EQ(Percentile(sorted, 100), 100);
+  EXPECT_DOUBLE_EQ(Percentile(sorted, 25), 1.75);  // rank 0.75
+  EXPECT_DOUBLE_EQ(Percentile({}, 50), 0);
+  // Odd count: the middle value itself (mean 22.4).
+  const Summary odd = Summarize({100, 3, 1, 7, 1});
+  EXPECT_DOUBLE_EQ(odd.p50, 3);
+  EXPECT_DOUBLE_EQ(odd.mean, 22.4);
   EXPECT_EQ(Summarize({}).count, 0);
   EXPECT_DOUBLE_EQ(Summarize({7}).p99, 7);
+  EXPECT_DOUBLE_EQ(Summarize({7}).p50, 7);
 }
 
 // --- the real Philly trace --------------------------------------------
