@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -44,7 +45,20 @@ int RunValidate(const PlanArgs& a) {
   // default, when run from the repository root) or a `split` column.
   std::vector<SplitRule> rules;
   std::string split_file = a.split_file;
-  if (split_file.empty() && std::filesystem::exists(kDefaultSplitFile)) split_file = kDefaultSplitFile;
+  if (split_file.empty()) {
+    // From the repository root, or next to a binary built in it (build/tidal).
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    for (const auto& candidate :
+         {std::filesystem::path(kDefaultSplitFile), exe.parent_path().parent_path() / kDefaultSplitFile}) {
+      if (!ec || candidate.is_relative()) {
+        if (std::filesystem::exists(candidate)) {
+          split_file = candidate.string();
+          break;
+        }
+      }
+    }
+  }
   if (!split_file.empty()) {
     auto r = LoadSplitRules(split_file);
     if (!r) return Fail(r.error().message + "; a split file has the columns file,source,model,notes,split");
@@ -66,6 +80,10 @@ int RunValidate(const PlanArgs& a) {
     only = *sp;
   }
   const ValidationReport rep = Validate(cases, DefaultCalibration(), only);
+  if (rep.rows_used + rep.rows_skipped == 0) {
+    return Fail(fmt::format("no {} rows in {}: check the split file ({}) names this file's sources", a.split,
+                            fmt::join(a.validate, ", "), split_file.empty() ? "none found" : split_file));
+  }
   const bool many = a.validate.size() > 1;
   auto where = [&](const std::string& file, int line) {
     return many ? fmt::format("{}:{}", std::filesystem::path(file).filename().string(), line) : std::to_string(line);

@@ -84,6 +84,16 @@ TEST(PlanCliTest, SplitFileErrorsNameTheLine) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("split_bad.csv:2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("'maybe'"), std::string::npos) << r.out;
+  // Rules that name none of the file's rows leave nothing to calibrate on: an error, not a 0% median.
+  const std::string other = dir + "/split_other.csv";
+  f = std::fopen(other.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("file,source,model,notes,split\nsomething-else.csv,,,,calibration\n", f);
+  std::fclose(f);
+  const Output none = Tidal("plan --validate " + kShared + "/planner/calibration.csv --split-file " + other +
+                            " --split calibration");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.out.find("no calibration rows"), std::string::npos) << none.out;
   const Output missing = Tidal("plan --validate " + kShared + "/planner/calibration.csv --split-file " + dir + "/none.csv");
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.out.find("none.csv"), std::string::npos) << missing.out;
