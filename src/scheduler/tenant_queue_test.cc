@@ -1217,5 +1217,24 @@ TEST(TenantQueue, NoTenantStatusesWithoutTenants) {
   EXPECT_EQ(a.usage_gpu_milli, 8000);
 }
 
+// A victim preempted in the very second its run would end has checkpointed
+// everything, yet it is still a job with work left: it resumes for 1 s (plus
+// the 60 s restart penalty), not 0. One 8-GPU node; A (floor 0) borrows it
+// for a1 (1800 s) from 0; B's b1 (8, 100 s) reclaims at 1800: a1's 1800 s
+// are saved (lost (1800 - 1800 + 60) x 8 = 480); b1 ends at 1900; a1 then
+// runs 1 + 60 s: ends 1961.
+TEST(TenantQueue, AVictimWithAllItsWorkSavedStillResumesForOneSecond) {
+  Harness h(1, Tree({{"A", 0}, {"B", 8}}), QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 8, 1800, 0);
+  h.Schedule(0);
+  const Job& b1 = h.Push("B", 8, 100, 1800);
+  QueuePass p = h.Schedule(1800);
+  ASSERT_EQ(h.Preempted(p), (Lost{{a1.name, 480}}));
+  h.Finish(b1);
+  p = h.Schedule(1900);
+  EXPECT_EQ(h.Started(p), (Names{a1.name}));
+  EXPECT_EQ(p.ends, (std::vector<int64_t>{1961}));
+}
+
 }  // namespace
 }  // namespace tidal
