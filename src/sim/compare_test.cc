@@ -400,6 +400,7 @@ TEST(CompareOutputs, WritesThreeFilesWithOneChartPerMetric) {
   for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) ++svgs;
   EXPECT_EQ(svgs, 7u);  // comm share, JCT, delay, p99 delay, leaf locality, slowdown, allocation
   EXPECT_THAT(html, HasSubstr("hand &lt;rows&gt;"));
+  EXPECT_THAT(html, HasSubstr("<h1>Placement comparison: "));
   EXPECT_THAT(html, HasSubstr("Communication share of step time"));
   EXPECT_EQ(html.find("hand <rows>"), std::string::npos);
   // A metric no row measured gets no chart.
@@ -411,6 +412,9 @@ TEST(CompareOutputs, WritesThreeFilesWithOneChartPerMetric) {
   svgs = 0;
   for (size_t at = html2.find("<svg"); at != std::string::npos; at = html2.find("<svg", at + 1)) ++svgs;
   EXPECT_EQ(svgs, 4u);
+  // Rows of the tenant policies (tidal among them) make a tenant comparison.
+  ASSERT_TRUE(WriteCompareOutputs(c, {Row("tidal", 0.5, 1, -1, 1, 1), Row("kueue", 0.5, 1, -1, 2, 2)}, out));
+  EXPECT_THAT(Slurp(out + "/report.html"), HasSubstr("<h1>Tenant comparison: "));
 }
 
 // --- workload_input: what sim queue and sim compare load -------------------

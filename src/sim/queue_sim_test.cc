@@ -635,5 +635,51 @@ TEST(QueueSimTenants, WaitMeanIsTimeNotRunning) {
   EXPECT_DOUBLE_EQ(r.per_tenant[0].wait_mean_s, 25);
 }
 
+// Progress is reported when jobs have finished since the last report, not
+// on every batch: Scenario1's arrivals at 1, 2 and 3 s finish nothing.
+// (The run ends with one more report.)
+TEST(QueueSim, ProgressIsReportedAsJobsFinish) {
+  QueueSimOptions o;
+  o.policy = "bestfit";
+  o.queue = QueuePolicy::kFifoBackfill;
+  std::vector<int64_t> done;
+  o.progress = [&](const QueueProgress& p) { done.push_back(p.jobs_done); };
+  auto r = RunQueueSim(OneNode(4), Scenario1(), o);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_FALSE(done.empty());
+  EXPECT_EQ(done.back(), 4);  // and a last report at the end
+  for (size_t i = 1; i + 1 < done.size(); ++i) EXPECT_GT(done[i], done[i - 1]) << i;
+}
+
+// A tenant's job that waits from its arrival while others hold its floor is
+// a guarantee violation (slurm-multifactor does not reclaim): A's 8-GPU job
+// holds the node from 0 to 1000, B's 4-GPU job (floor 4) arrives at 10 and
+// waits until 1000.
+TEST(QueueSimTenants, WaitingFromArrivalInsideTheFloorIsAViolation) {
+  std::vector<tenancy::TenantSpec> specs;
+  tenancy::TenantSpec root{.name = "org"};
+  root.quotas.push_back({"gpu", tenancy::Quota{.nominal = 8000}});
+  specs.push_back(root);
+  for (const char* n : {"A", "B"}) {
+    tenancy::TenantSpec s{.name = n, .parent = "org"};
+    s.quotas.push_back({"gpu", tenancy::Quota{.nominal = 4000}});
+    specs.push_back(s);
+  }
+  auto tree = tenancy::TenantTree::Build(specs);
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;
+  std::vector<Job> jobs = {MakeJob(1, 0, 4, 1000), MakeJob(2, 0, 4, 1000), MakeJob(3, 10, 4, 100)};
+  jobs[0].group = jobs[1].group = "A";
+  jobs[2].group = "B";
+  QueueSimOptions o;
+  o.policy = "bestfit";
+  o.queue = QueuePolicy::kSlurmMultifactor;
+  o.tenant_tree = std::make_shared<const tenancy::TenantTree>(std::move(*tree));
+  auto r = RunQueueSim(OneNode(8), jobs, o);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(Rec(*r, 3).start_s, 1000);
+  EXPECT_GE(r->guarantee_violations, 1);
+  EXPECT_NEAR(r->guarantee_violation_hours, 990.0 / 3600, 1e-9);
+}
+
 }  // namespace
 }  // namespace tidal::sim
