@@ -1128,6 +1128,8 @@ TEST(JobQueue, AForkRunsTheLookedUpJobs) {
   auto fork = q.Fork(fork_sched, [&](JobId id) { return id == a.id ? &longer : nullptr; });
   EXPECT_EQ(fork->RunEnd(a.id), 200);
   EXPECT_EQ(q.RunEnd(a.id), 100);
+  EXPECT_EQ(q.RunTimeAtLeast(a.id, 50), 51);  // 50 s of 100 done, + 1
+  EXPECT_EQ(q.RunTimeAtLeast(99, 50), 0);     // not held
 }
 
 // What blocks a job that does not fit now: one capacity cause, with its
@@ -1234,6 +1236,50 @@ TEST(TenantQueue, AVictimWithAllItsWorkSavedStillResumesForOneSecond) {
   p = h.Schedule(1900);
   EXPECT_EQ(h.Started(p), (Names{a1.name}));
   EXPECT_EQ(p.ends, (std::vector<int64_t>{1961}));
+}
+
+// Backfill up to the reservation inclusive (found by mutation testing, seed
+// 2): the BackfillProtectsTheReservation scenario with a 4-GPU job that ends
+// exactly at j1's reservation (10 + 990 = 1000): it starts; one second
+// longer it would delay j1 and does not.
+TEST(TenantQueue, BackfillEndingExactlyAtTheReservationStarts) {
+  for (const int64_t d : {990, 991}) {
+    SCOPED_TRACE(d);
+    Harness h(2, Tree({{"A", 32}}), QueuePolicy::kTidal);
+    h.Push("A", 4, 1000, 0);
+    h.Push("A", 8, 3000, 0);
+    h.Schedule(0);
+    const Job& j1 = h.Push("A", 8, 100, 10);
+    const Job& j = h.Push("A", 4, d, 10);
+    QueuePass p = h.Schedule(10);
+    EXPECT_EQ(h.queue->head(), &j1);
+    EXPECT_EQ(h.queue->reservation_s(), 1000);
+    if (d == 990) {
+      EXPECT_EQ(h.Started(p), (Names{j.name}));
+    } else {
+      EXPECT_TRUE(p.started.empty());
+    }
+  }
+}
+
+// The queue's own explanation names the reserved job and when it starts
+// (found by mutation testing, seed 2): j2 waits behind j1, reserved at 1000.
+TEST(TenantQueue, ExplainGivesTheReservationsStart) {
+  Harness h(2, Tree({{"A", 32}}), QueuePolicy::kTidal);
+  h.Push("A", 4, 1000, 0);
+  h.Push("A", 8, 3000, 0);
+  h.Schedule(0);
+  const Job& j1 = h.Push("A", 8, 100, 10);
+  const Job& j2 = h.Push("A", 4, 5000, 10);
+  h.Schedule(10);
+  ASSERT_EQ(h.queue->head(), &j1);
+  bool found = false;
+  for (const auto& c : h.queue->Explain(j2)) {
+    if (c.kind != "reservation") continue;
+    found = true;
+    EXPECT_NE(c.detail.find("'" + j1.name + "' (starts ~1000 s)"), std::string::npos) << c.detail;
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace
