@@ -1282,5 +1282,23 @@ TEST(TenantQueue, ExplainGivesTheReservationsStart) {
   EXPECT_TRUE(found);
 }
 
+// A quota shortfall in fractional GPUs reads as such: a 500-milli job of A,
+// whose 1-GPU floor is in use and which cannot borrow, "needs 0.500 GPU".
+TEST(TenantQueue, ExplainWritesFractionalGpus) {
+  Harness h(1, Tree({{"A", 1}}), QueuePolicy::kKueue);
+  h.Push("A", 1, 1000, 0);
+  h.Schedule(0);
+  h.NewJob("A", 1, 100);
+  Job& j = h.jobs.back();
+  j.gpu_milli = 500;
+  bool found = false;
+  for (const auto& c : h.queue->Explain(j)) {
+    if (c.kind != "quota") continue;
+    found = true;
+    EXPECT_NE(c.detail.find("needs 0.500 GPU"), std::string::npos) << c.detail;
+  }
+  EXPECT_TRUE(found);
+}
+
 }  // namespace
 }  // namespace tidal
