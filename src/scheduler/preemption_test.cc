@@ -461,6 +461,44 @@ TEST(PlanPreemption, GpusAnywhereInTheDomainWhenNoWholeHostsCanBeEmptied) {
   EXPECT_EQ(b.Names(*host), (std::vector<std::string>{"v2"}));
 }
 
+// A gang that fits on one host but for which no host can be freed takes
+// GPUs anywhere inside one leaf, not only inside one host (found by mutation
+// testing): a1 and a2 each hold a 2-GPU candidate beside jobs that are not;
+// a 4-GPU gang gets both candidates in leaf1.
+TEST(PlanPreemption, AHostSizedGangNoHostCanHoldTakesGpusAcrossItsLeaf) {
+  Bench b;
+  b.Run("v1", {{"a1", Range(0, 2)}}, 10);
+  b.Run("n1", {{"a1", Range(2, 8)}}, -1);
+  b.Run("v2", {{"a2", Range(0, 2)}}, 10);
+  b.Run("n2", {{"a2", Range(2, 8)}}, -1);
+  for (const char* h : {"b1", "b2"}) b.Run(std::string("n") + h, {{h, Range(0, 8)}}, -1);
+  auto plan = b.Plan(b.Preemptor(4, false));
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->domain, b.Leaf("a1"));
+  EXPECT_EQ(b.Names(*plan), (std::vector<std::string>{"v1", "v2"}));
+  EXPECT_FALSE(b.Plan(b.Preemptor(4, true)).has_value());  // one host only: none
+}
+
+// A sharing preemptor counts the devices that already have room for it: on
+// a1, GPU 0 has 600 free; a 2 x 500 job needs one more device there, which
+// the 1-GPU candidate frees (cost 5), not both candidates.
+TEST(PlanPreemption, ASharingPreemptorCountsDevicesWithRoomAlready) {
+  Bench b;
+  Job& part = b.w.NewJob(1, true);
+  part.gpu_milli = 400;
+  ASSERT_TRUE(b.w.cluster.Bind(part.id, Placement{{{b.w.Id("a1"), 0, 0, {0}, {400}}}}).has_value());
+  b.Run("v1", {{"a1", {1}}}, 5);
+  b.Run("v2", {{"a1", {2}}}, 7);
+  b.Run("n1", {{"a1", Range(3, 8)}}, -1);
+  for (const char* h : {"a2", "b1", "b2"}) b.Run(std::string("n") + h, {{h, Range(0, 8)}}, -1);
+  Job& pre = b.w.NewJob(2, true);
+  pre.gpu_milli = 500;
+  auto plan = b.Plan(pre);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(b.Names(*plan), (std::vector<std::string>{"v1"}));
+  EXPECT_EQ(plan->cost, 5);
+}
+
 // Candidates not holding GPUs where the preemptor may go (wrong model) free
 // nothing for it.
 TEST(PlanPreemption, OnlyDomainsOfAllowedModelsCount) {
@@ -485,6 +523,44 @@ TEST(PlanPreemption, OnlyDomainsOfAllowedModelsCount) {
   ASSERT_EQ(plan->victims.size(), 1u);
   EXPECT_EQ(plan->victims[0], 0u);
   EXPECT_EQ(plan->cost, 500);
+}
+
+// Pruning drops a victim whose GPUs the others cover exactly (found by
+// mutation testing). A 4-GPU job on a1 (3 GPUs held by a non-candidate):
+// by cost per GPU the greedy takes vA (1 GPU, 10), vB (2, 25), vC (2, 26):
+// 5 GPUs; pruning dearest first keeps vC and vB (each is needed) and drops
+// vA, as vB + vC free exactly the 4 needed: cost 51.
+TEST(PlanPreemption, PruningDropsAVictimTheOthersCoverExactly) {
+  Bench b;
+  b.Run("vA", {{"a1", {0}}}, 10);
+  b.Run("vB", {{"a1", {1, 2}}}, 25);
+  b.Run("vC", {{"a1", {3, 4}}}, 26);
+  b.Run("n", {{"a1", {5, 6, 7}}}, -1);
+  for (const char* h : {"a2", "b1", "b2"}) b.Run(std::string("n") + h, {{h, Range(0, 8)}}, -1);
+  auto plan = b.Plan(b.Preemptor(4, true));
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(b.Names(*plan), (std::vector<std::string>{"vB", "vC"}));
+  EXPECT_EQ(plan->cost, 51);
+}
+
+// The greedy goes by cost per GPU freed, not by the order the candidates
+// come in: a 2-GPU job on a1 (6 GPUs held by a non-candidate) takes the two
+// 1-GPU candidates (10 each) over the 2-GPU one listed first (100).
+TEST(PlanPreemption, TheGreedyGoesByCostPerGpuNotListOrder) {
+  Bench b;
+  b.Run("vX", {{"a1", {0, 1}}}, 100);
+  b.Run("vY", {{"a1", {2}}}, 10);
+  b.Run("vZ", {{"a1", {3}}}, 10);
+  b.Run("n", {{"a1", Range(4, 8)}}, -1);
+  b.Run("m", {{"a2", Range(0, 8)}}, -1);
+  for (const char* h : {"b1", "b2"}) b.Run(std::string("n") + h, {{h, Range(0, 8)}}, -1);
+  auto plan = b.Plan(b.Preemptor(4, true));
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(b.Names(*plan), (std::vector<std::string>{"vX", "vY", "vZ"}));  // 4 needed: all three
+  auto two = b.Plan(b.Preemptor(2, true));
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ(b.Names(*two), (std::vector<std::string>{"vY", "vZ"}));
+  EXPECT_EQ(two->cost, 20);
 }
 
 }  // namespace

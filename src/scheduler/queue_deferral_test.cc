@@ -367,5 +367,23 @@ TEST(QueueDeferral, FreeCapacityExactFit) {
   EXPECT_FALSE(f.Fits(req(4001, 144, 0, 0), 0));
 }
 
+// A gang head may gather whole GPUs across nodes only of models it allows
+// (found by mutation testing): a 4-GPU head of model A is reserved when both
+// A nodes are free (100), not now because a B node has 4 free GPUs.
+TEST(QueueDeferral, AGangReservationCountsOnlyAllowedModels) {
+  ClusterState c = *ClusterState::Build({{"a0", 64000, 262144, 2, "A"}, {"a1", 64000, 262144, 2, "A"}, {"b0", 64000, 262144, 4, "B"}});
+  ASSERT_TRUE(c.Bind(1, Placement{{{0, 0, 0, {0, 1}, {1000, 1000}}}}).has_value());
+  ASSERT_TRUE(c.Bind(2, Placement{{{1, 0, 0, {0, 1}, {1000, 1000}}}}).has_value());
+  Job head = MakeJob(3, 4, 10);
+  head.gpu_spec = {"A"};
+  const PodRequest req = *ResolveRequest(head, c.models());
+  BackfillReservation r;
+  r.Compute(c, {{50, 1}, {100, 2}}, req, 0, {.gangs_gather = true, .largest_node_gpus = 4});
+  EXPECT_EQ(r.time_s(), 100);
+  Job any = MakeJob(4, 4, 10);  // any model: the B node holds it now
+  r.Compute(c, {{50, 1}, {100, 2}}, *ResolveRequest(any, c.models()), 0, {.gangs_gather = true, .largest_node_gpus = 4});
+  EXPECT_EQ(r.time_s(), 0);
+}
+
 }  // namespace
 }  // namespace tidal

@@ -15,6 +15,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -25,6 +26,7 @@
 
 #include "plugins/placer_test_util.h"
 #include "plugins/registry.h"
+#include "scheduler/explain.h"
 #include "tenancy/tenants_file.h"
 
 namespace tidal {
@@ -1095,6 +1097,207 @@ TEST(JobQueue, WithdrawAndCutRun) {
   ASSERT_TRUE(p);
   ASSERT_EQ(p->started.size(), 1u);
   EXPECT_EQ(p->started[0], &c);
+}
+
+// A fork of the FIFO queue runs the looked-up jobs (found by mutation
+// testing): a running job whose run time is 200 s in the lookup ends at 200
+// in the fork (its 100 s run stretched as its placement stretched it: not at
+// all), while the original still ends at 100.
+TEST(JobQueue, AForkRunsTheLookedUpJobs) {
+  std::vector<NodeSpec> specs = {{"n0", 64000, 262144, 8, "H100"}};
+  auto profile = plugins::MakePolicyProfile("first-fit", nullptr);
+  ASSERT_TRUE(profile);
+  Scheduler scheduler(std::move(*ClusterState::Build(specs)), std::move(*profile), 1);
+  JobQueue q(scheduler, QueuePolicy::kFifoBackfill);
+  Job a;
+  a.id = 1;
+  a.name = "a";
+  a.num_gpu = 8;
+  a.gpu_milli = kMilliPerGpu;
+  a.submit_time_s = 0;
+  a.duration_s = 100;
+  std::vector<UnresolvableJob> u;
+  ASSERT_TRUE(q.Push(a, u));
+  ASSERT_TRUE(q.Schedule(0));
+  EXPECT_EQ(q.RunEnd(a.id), 100);
+  Job longer = a;
+  longer.duration_s = 200;
+  auto fresh = plugins::MakePolicyProfile("first-fit", nullptr);
+  ASSERT_TRUE(fresh);
+  Scheduler fork_sched = scheduler.Fork(std::move(*fresh), [&](JobId) { return &longer; });
+  auto fork = q.Fork(fork_sched, [&](JobId id) { return id == a.id ? &longer : nullptr; });
+  EXPECT_EQ(fork->RunEnd(a.id), 200);
+  EXPECT_EQ(q.RunEnd(a.id), 100);
+  EXPECT_EQ(q.RunTimeAtLeast(a.id, 50), 51);  // 50 s of 100 done, + 1
+  EXPECT_EQ(q.RunTimeAtLeast(99, 50), 0);     // not held
+}
+
+// What blocks a job that does not fit now: one capacity cause, with its
+// shortfall, not a second, generic one (found by mutation testing).
+TEST(TenantQueue, ExplainNamesTheCapacityShortfallOnce) {
+  Harness h(1, Tree({{"A", 8}}), QueuePolicy::kKueue);
+  h.Push("A", 6, 1000, 0);
+  h.Schedule(0);
+  const Job& j = h.NewJob("A", 4, 100);
+  const auto causes = ExplainPending(*h.scheduler, j, {});
+  int capacity = 0;
+  for (const auto& c : causes) capacity += c.kind == "capacity";
+  EXPECT_EQ(capacity, 1) << ::testing::PrintToString(causes.size());
+  ASSERT_FALSE(causes.empty());
+  EXPECT_EQ(causes[0].kind, "capacity");
+  EXPECT_EQ(causes[0].shortfall, 2);
+}
+
+// A reservation held for another job is a cause; one held for this job is
+// not.
+TEST(TenantQueue, ExplainNamesAReservationForAnotherJobOnly) {
+  Harness h(1, Tree({{"A", 8}}), QueuePolicy::kKueue);
+  const Job& other = h.NewJob("A", 8, 100);
+  const Job& j = h.NewJob("A", 4, 100);
+  auto has = [](const std::vector<BlockingCause>& cs, const char* kind) {
+    return std::any_of(cs.begin(), cs.end(), [&](const BlockingCause& c) { return c.kind == kind; });
+  };
+  ExplainContext ctx;
+  ctx.reserved_for = &other;
+  ctx.reservation_s = 500;
+  auto causes = ExplainPending(*h.scheduler, j, ctx);
+  EXPECT_TRUE(has(causes, "reservation"));
+  ctx.reserved_for = &j;
+  causes = ExplainPending(*h.scheduler, j, ctx);
+  EXPECT_FALSE(has(causes, "reservation"));
+  EXPECT_TRUE(has(causes, "none"));
+}
+
+// The work a job has done, as a queue reports it (found by mutation
+// testing), on the reclaim scenario above: a1 starts at 0; at 100 it has
+// done 100 s (+1); preempted at 4000 with 3600 s checkpointed, it waits
+// (no run end) with 3601; resumed at 5000 with the 60 s restart penalty, at
+// 5100 it has 3600 + (100 - 60) + 1.
+TEST(TenantQueue, RunTimeAtLeastAndRunEndAcrossAPreemption) {
+  Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 8, 10000, 0);
+  h.Push("A", 8, 10000, 0);
+  h.Schedule(0);
+  EXPECT_EQ(h.queue->RunTimeAtLeast(a1.id, 100), 101);
+  EXPECT_EQ(h.queue->RunEnd(a1.id), 10000);
+  const Job& b1 = h.Push("B", 8, 1000, 4000);
+  QueuePass p = h.Schedule(4000);
+  ASSERT_EQ(h.Preempted(p), (Lost{{a1.name, 3680}}));
+  EXPECT_EQ(h.queue->RunEnd(a1.id), -1);
+  EXPECT_EQ(h.queue->RunTimeAtLeast(a1.id, 4500), 3601);
+  h.Finish(b1);
+  h.Schedule(5000);
+  EXPECT_EQ(h.queue->RunEnd(a1.id), 11460);
+  EXPECT_EQ(h.queue->RunTimeAtLeast(a1.id, 5100), 3600 + 40 + 1);
+  EXPECT_EQ(h.queue->RunEnd(9999), -1);  // unknown
+}
+
+// Without tenants there are no tenant statuses.
+TEST(TenantQueue, NoTenantStatusesWithoutTenants) {
+  Harness h(1, nullptr, QueuePolicy::kLas);
+  EXPECT_TRUE(h.queue->TenantStatuses().empty());
+  // Tenants with CPU quotas only: no GPU statuses either.
+  TenantSpec root{.name = "org"};
+  root.quotas.push_back({"cpu", Quota{.nominal = 64000}});
+  TenantSpec leaf{.name = "A", .parent = "org"};
+  leaf.quotas.push_back({"cpu", Quota{.nominal = 64000}});
+  auto cpu_tree = TenantTree::Build({root, leaf});
+  ASSERT_TRUE(cpu_tree.has_value()) << cpu_tree.error().message;
+  Harness c(1, std::make_shared<const TenantTree>(std::move(*cpu_tree)), QueuePolicy::kKueue);
+  EXPECT_TRUE(c.queue->TenantStatuses().empty());
+  Harness t(1, Tree({{"A", 8}, {"B", 0}}), QueuePolicy::kKueue);
+  EXPECT_EQ(t.queue->TenantStatuses().size(), 2u);
+  // Three 4-GPU jobs of A on one 8-GPU node: two start, one waits, and the
+  // status says so (the started ones leave the waiting counts).
+  for (int i = 0; i < 3; ++i) t.Push("A", 4, 100, 0);
+  EXPECT_EQ(t.Schedule(0).started.size(), 2u);
+  const auto st = t.queue->TenantStatuses();
+  ASSERT_EQ(st.size(), 2u);
+  const auto& a = st[0].tenant == t.queue->usage_tree().Find("A") ? st[0] : st[1];
+  EXPECT_EQ(a.waiting, 1);
+  EXPECT_EQ(a.min_waiting_gpu_milli, 4000);
+  EXPECT_EQ(a.usage_gpu_milli, 8000);
+}
+
+// A victim preempted in the very second its run would end has checkpointed
+// everything, yet it is still a job with work left: it resumes for 1 s (plus
+// the 60 s restart penalty), not 0. One 8-GPU node; A (floor 0) borrows it
+// for a1 (1800 s) from 0; B's b1 (8, 100 s) reclaims at 1800: a1's 1800 s
+// are saved (lost (1800 - 1800 + 60) x 8 = 480); b1 ends at 1900; a1 then
+// runs 1 + 60 s: ends 1961.
+TEST(TenantQueue, AVictimWithAllItsWorkSavedStillResumesForOneSecond) {
+  Harness h(1, Tree({{"A", 0}, {"B", 8}}), QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 8, 1800, 0);
+  h.Schedule(0);
+  const Job& b1 = h.Push("B", 8, 100, 1800);
+  QueuePass p = h.Schedule(1800);
+  ASSERT_EQ(h.Preempted(p), (Lost{{a1.name, 480}}));
+  h.Finish(b1);
+  p = h.Schedule(1900);
+  EXPECT_EQ(h.Started(p), (Names{a1.name}));
+  EXPECT_EQ(p.ends, (std::vector<int64_t>{1961}));
+}
+
+// Backfill up to the reservation inclusive (found by mutation testing, seed
+// 2): the BackfillProtectsTheReservation scenario with a 4-GPU job that ends
+// exactly at j1's reservation (10 + 990 = 1000): it starts; one second
+// longer it would delay j1 and does not.
+TEST(TenantQueue, BackfillEndingExactlyAtTheReservationStarts) {
+  for (const int64_t d : {990, 991}) {
+    SCOPED_TRACE(d);
+    Harness h(2, Tree({{"A", 32}}), QueuePolicy::kTidal);
+    h.Push("A", 4, 1000, 0);
+    h.Push("A", 8, 3000, 0);
+    h.Schedule(0);
+    const Job& j1 = h.Push("A", 8, 100, 10);
+    const Job& j = h.Push("A", 4, d, 10);
+    QueuePass p = h.Schedule(10);
+    EXPECT_EQ(h.queue->head(), &j1);
+    EXPECT_EQ(h.queue->reservation_s(), 1000);
+    if (d == 990) {
+      EXPECT_EQ(h.Started(p), (Names{j.name}));
+    } else {
+      EXPECT_TRUE(p.started.empty());
+    }
+  }
+}
+
+// The queue's own explanation names the reserved job and when it starts
+// (found by mutation testing, seed 2): j2 waits behind j1, reserved at 1000.
+TEST(TenantQueue, ExplainGivesTheReservationsStart) {
+  Harness h(2, Tree({{"A", 32}}), QueuePolicy::kTidal);
+  h.Push("A", 4, 1000, 0);
+  h.Push("A", 8, 3000, 0);
+  h.Schedule(0);
+  const Job& j1 = h.Push("A", 8, 100, 10);
+  const Job& j2 = h.Push("A", 4, 5000, 10);
+  h.Schedule(10);
+  ASSERT_EQ(h.queue->head(), &j1);
+  bool found = false;
+  for (const auto& c : h.queue->Explain(j2)) {
+    if (c.kind != "reservation") continue;
+    found = true;
+    EXPECT_NE(c.detail.find("'" + j1.name + "' (starts ~1000 s)"), std::string::npos) << c.detail;
+  }
+  EXPECT_TRUE(found);
+}
+
+// A quota shortfall in fractional GPUs reads as such: a 500-milli job of A,
+// whose 1-GPU floor is in use and which cannot borrow, "needs 0.500 GPU".
+TEST(TenantQueue, ExplainWritesFractionalGpus) {
+  Harness h(1, Tree({{"A", 1}}), QueuePolicy::kKueue);
+  h.Push("A", 1, 1000, 0);
+  h.Schedule(0);
+  h.NewJob("A", 1, 100);
+  Job& j = h.jobs.back();
+  j.gpu_milli = 500;
+  bool found = false;
+  for (const auto& c : h.queue->Explain(j)) {
+    if (c.kind != "quota") continue;
+    found = true;
+    EXPECT_NE(c.detail.find("needs 0.500 GPU"), std::string::npos) << c.detail;
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace

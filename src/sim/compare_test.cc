@@ -400,6 +400,7 @@ TEST(CompareOutputs, WritesThreeFilesWithOneChartPerMetric) {
   for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) ++svgs;
   EXPECT_EQ(svgs, 7u);  // comm share, JCT, delay, p99 delay, leaf locality, slowdown, allocation
   EXPECT_THAT(html, HasSubstr("hand &lt;rows&gt;"));
+  EXPECT_THAT(html, HasSubstr("<h1>Placement comparison: "));
   EXPECT_THAT(html, HasSubstr("Communication share of step time"));
   EXPECT_EQ(html.find("hand <rows>"), std::string::npos);
   // A metric no row measured gets no chart.
@@ -411,6 +412,9 @@ TEST(CompareOutputs, WritesThreeFilesWithOneChartPerMetric) {
   svgs = 0;
   for (size_t at = html2.find("<svg"); at != std::string::npos; at = html2.find("<svg", at + 1)) ++svgs;
   EXPECT_EQ(svgs, 4u);
+  // Rows of the tenant policies (tidal among them) make a tenant comparison.
+  ASSERT_TRUE(WriteCompareOutputs(c, {Row("tidal", 0.5, 1, -1, 1, 1), Row("kueue", 0.5, 1, -1, 2, 2)}, out));
+  EXPECT_THAT(Slurp(out + "/report.html"), HasSubstr("<h1>Tenant comparison: "));
 }
 
 // --- workload_input: what sim queue and sim compare load -------------------
@@ -513,6 +517,80 @@ TEST(CompareMarketTargets, AgainstStaticPartitionsAtTheSameLoad) {
   EXPECT_FALSE(t[1]["queue_delay_cut_5x"].get<bool>());
   EXPECT_FALSE(t[1]["hoarded_cut_80pct"].get<bool>());
   EXPECT_FALSE(t[2].contains("queue_delay_cut_x"));
+}
+
+// The tenant targets by hand (found by mutation testing): per load, each
+// policy's mean wait and p99 averaged over its seeds; tidal against the best
+// other. Two seeds of tidal (p99 10 and 30: 20) and kueue (p99 40 and 60:
+// 50), one of static partitions.
+CompareRow TenantRow(const std::string& policy, double load, uint64_t seed, double wait, double p99) {
+  CompareRow r;
+  r.policy = policy;
+  r.load = load;
+  r.seed = seed;
+  r.result.wait_s.mean = wait;
+  r.result.wait_s.p99 = p99;
+  return r;
+}
+
+TEST(CompareTargets, TenantTargetsAverageEachPolicysSeeds) {
+  const std::vector<CompareRow> rows = {TenantRow("tidal", 0.5, 1, 2, 10),  TenantRow("tidal", 0.5, 2, 4, 30),
+                                        TenantRow("kueue", 0.5, 1, 6, 40),  TenantRow("kueue", 0.5, 2, 10, 60),
+                                        TenantRow("static-partitions", 0.5, 1, 100, 500)};
+  const nlohmann::json t = CompareTenantTargets(rows);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_DOUBLE_EQ(t[0]["load"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(t[0]["tidal_wait_mean"].get<double>(), 3);
+  EXPECT_DOUBLE_EQ(t[0]["tidal_wait_p99"].get<double>(), 20);
+  EXPECT_DOUBLE_EQ(t[0]["best_other_wait_mean"].get<double>(), 8);
+  EXPECT_EQ(t[0]["best_other_wait_by"], "kueue");
+  EXPECT_DOUBLE_EQ(t[0]["best_other_wait_p99"].get<double>(), 50);
+  EXPECT_EQ(t[0]["wait_at_most_half_best_other"], true);  // 3 <= 4
+  EXPECT_EQ(t[0]["p99_no_worse_than_best_other"], true);
+  EXPECT_DOUBLE_EQ(t[0]["static_partitions_wait_mean"].get<double>(), 100);
+  EXPECT_EQ(t[0]["wait_at_most_tenth_static"], true);  // 3 <= 10
+  // Time-scale rows (load 0) are keyed by their scale.
+  CompareRow a = TenantRow("tidal", 0, 1, 2, 10), b = TenantRow("kueue", 0, 1, 6, 40);
+  a.time_scale = b.time_scale = 4;
+  const nlohmann::json ts = CompareTenantTargets({a, b});
+  ASSERT_EQ(ts.size(), 1u);
+  EXPECT_DOUBLE_EQ(ts[0]["time_scale"].get<double>(), 4);
+  EXPECT_FALSE(ts[0].contains("load"));
+}
+
+// rows.json gives a time-scale row's load as null, an offered load as is.
+TEST(CompareOutputs, ATimeScaleRowHasNoLoad) {
+  CompareConfig c;
+  c.name = "x";
+  CompareRow ts = TenantRow("tidal", 0, 1, 2, 10);
+  ts.time_scale = 4;
+  const nlohmann::json j = CompareJson(c, {ts, TenantRow("tidal", 0.75, 1, 2, 10)});
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_TRUE(j["rows"][0]["load"].is_null());
+  EXPECT_DOUBLE_EQ(j["rows"][1]["load"].get<double>(), 0.75);
+}
+
+// Nothing hoarded under static partitions: no cut to report (0), not a
+// division by zero (found by mutation testing).
+TEST(CompareMarketTargets, NoHoardingInTheBaseMeansNoCut) {
+  CompareRow base, m;
+  base.policy = "static";
+  base.queue = "static-partitions";
+  base.load = m.load = 0.75;
+  base.seed = m.seed = 1;
+  base.result.queue_delay_s.mean = 100;
+  base.result.hoarded_gpu_hours = 0;
+  m.policy = "m";
+  m.queue = "tidal";
+  m.market = true;
+  m.result.market = MarketSimResult{};
+  m.result.queue_delay_s.mean = 50;
+  m.result.hoarded_gpu_hours = 3;
+  const nlohmann::json t = CompareMarketTargets({base, m});
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_DOUBLE_EQ(t[0]["hoarded_cut"].get<double>(), 0);
+  EXPECT_FALSE(t[0]["hoarded_cut_80pct"].get<bool>());
+  EXPECT_DOUBLE_EQ(t[0]["queue_delay_cut_x"].get<double>(), 2);
 }
 
 }  // namespace

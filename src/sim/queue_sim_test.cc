@@ -9,6 +9,7 @@
 #include <rapidcheck/gtest.h>
 
 #include "sim/metrics.h"
+#include "sim/tenant_metrics.h"
 #include "workload/traces/philly.h"
 
 namespace tidal::sim {
@@ -207,6 +208,18 @@ TEST(QueueSim, JobsWithoutTimesAreAClearError) {
 // The JSON carries the run's figures, not just their names: Scenario1 under
 // backfill has delays 0, 9, 0, 12 (sorted 0 0 9 12) and JCTs 10, 14, 5, 32
 // (sorted 5 10 14 32), worked out in BackfillStartsShortJobWithoutDelayingTheHead.
+TEST(QueueSim, JsonCarriesTheStartEstimateErrorFromOneSample) {
+  QueueSimResult r;
+  EXPECT_TRUE(QueueSimJson(r)["start_estimate_error_s"].is_null());
+  r.start_estimate_error.sampled = 1;
+  r.start_estimate_error.samples = 1;
+  r.start_estimate_error.p50 = 30;
+  const auto j = QueueSimJson(r);
+  ASSERT_TRUE(j["start_estimate_error_s"].is_object());
+  EXPECT_DOUBLE_EQ(j["start_estimate_error_s"]["p50"].get<double>(), 30);
+  EXPECT_EQ(j["start_estimate_error_s"]["sampled"].get<int64_t>(), 1);
+}
+
 TEST(QueueSim, JsonCarriesTheRunsFigures) {
   const QueueSimResult r = Replay(OneNode(4), Scenario1(), QueuePolicy::kFifoBackfill);
   const auto j = QueueSimJson(r);
@@ -539,6 +552,133 @@ TEST(QueueSimEstimates, FModelIsSeededAndNeverUnderestimates) {
     ASSERT_FALSE(r.has_value()) << bad;
     EXPECT_NE(r.error().message.find("f-model:F"), std::string::npos) << r.error().message;
   }
+}
+
+// --- Found by mutation testing (issue 11) ----------------------------------
+
+// A node with exactly 1 milli-GPU idle: stranded unless a waiting shape can
+// use it (a 500-milli shape cannot).
+TEST(StrandedTracker, OneIdleMilliIsStranded) {
+  auto c = ClusterState::Build({{"a", 64000, 262144, 1, "A"}});
+  ASSERT_TRUE(c.has_value());
+  ASSERT_TRUE(c->Bind(99, Placement{{{0, 1000, 1024, {0}, {999}}}}).has_value());
+  const std::vector<Job> waiting = {MakeJob(1, 0, 1, 10, 500)};
+  StrandedTracker t;
+  EXPECT_EQ(t.Compute(*c, Shapes(*c, waiting), 1), 1);
+}
+
+// The guarantee tracker by hand: org -> A (floor 8 GPUs), B (floor 8) on 16.
+// A runs 16 (8 borrowed from B). B's waiting job is a violation while it
+// fits what is left of B's floor and others hold that capacity.
+TEST(GuaranteeTracker, ViolationWhileOthersHoldAFloorTheWaitingJobFits) {
+  std::vector<tenancy::TenantSpec> specs;
+  tenancy::TenantSpec root{.name = "org"};
+  root.quotas.push_back({"gpu", tenancy::Quota{.nominal = 16000}});
+  specs.push_back(root);
+  for (const char* n : {"A", "B"}) {
+    tenancy::TenantSpec s{.name = n, .parent = "org"};
+    s.quotas.push_back({"gpu", tenancy::Quota{.nominal = 8000}});
+    specs.push_back(s);
+  }
+  auto tree = tenancy::TenantTree::Build(specs);
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;
+  const tenancy::TenantId b = tree->Find("B");
+  auto job = [](const char* tenant, int32_t gpus) {
+    Job j = MakeJob(1, 0, gpus, 100);
+    j.group = tenant;
+    return j;
+  };
+  GuaranteeTracker g(*tree);
+  g.SetTotal(16000);
+  const Job a8 = job("A", 8), b4 = job("B", 4), b6 = job("B", 6);
+  g.Running(a8, +1);
+  g.Running(a8, +1);
+  g.Waiting(b4, +1);
+  EXPECT_EQ(g.Violating(0), (std::vector<tenancy::TenantId>{b}));
+  EXPECT_TRUE(g.Violating(8000).empty());  // B's whole floor is free
+  // B runs 4 of its 8: a waiting 6 no longer fits what is left, a 4 does.
+  g.Running(b4, +1);
+  g.Waiting(b4, -1);
+  g.Waiting(b6, +1);
+  EXPECT_TRUE(g.Violating(0).empty());
+  g.Waiting(b4, +1);
+  EXPECT_EQ(g.Violating(0), (std::vector<tenancy::TenantId>{b}));
+  // B at its floor: nothing owed.
+  g.Running(b4, +1);
+  g.Waiting(b4, -1);
+  EXPECT_TRUE(g.Violating(0).empty());
+}
+
+// Per-tenant wait is the time a finished job was not running: finish -
+// submit - run (100 - 0 - 60 = 40 and 50 - 10 - 30 = 10: mean 25).
+TEST(QueueSimTenants, WaitMeanIsTimeNotRunning) {
+  std::vector<tenancy::TenantSpec> specs;
+  tenancy::TenantSpec root{.name = "org"};
+  root.quotas.push_back({"gpu", tenancy::Quota{.nominal = 8000}});
+  specs.push_back(root);
+  tenancy::TenantSpec a{.name = "A", .parent = "org"};
+  a.quotas.push_back({"gpu", tenancy::Quota{.nominal = 8000}});
+  specs.push_back(a);
+  auto tree = tenancy::TenantTree::Build(specs);
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;
+  std::vector<Job> jobs = {MakeJob(1, 0, 1, 60), MakeJob(2, 10, 1, 30)};
+  for (Job& j : jobs) j.group = "A";
+  QueueSimResult r;
+  r.total_gpus = 8;
+  QueueJobRecord x, y;
+  x.id = 1, x.num_gpu = 1, x.submit_s = 0, x.start_s = 20, x.finish_s = 100, x.run_s = 60;
+  y.id = 2, y.num_gpu = 1, y.submit_s = 10, y.start_s = 20, y.finish_s = 50, y.run_s = 30;
+  r.jobs = {x, y};
+  SummarizeTenants(*tree, jobs, std::vector<double>(static_cast<size_t>(tree->size()), 0), r);
+  ASSERT_EQ(r.per_tenant.size(), 1u);
+  EXPECT_EQ(r.per_tenant[0].jobs, 2);
+  EXPECT_DOUBLE_EQ(r.per_tenant[0].wait_mean_s, 25);
+}
+
+// Progress is reported when jobs have finished since the last report, not
+// on every batch: Scenario1's arrivals at 1, 2 and 3 s finish nothing.
+// (The run ends with one more report.)
+TEST(QueueSim, ProgressIsReportedAsJobsFinish) {
+  QueueSimOptions o;
+  o.policy = "bestfit";
+  o.queue = QueuePolicy::kFifoBackfill;
+  std::vector<int64_t> done;
+  o.progress = [&](const QueueProgress& p) { done.push_back(p.jobs_done); };
+  auto r = RunQueueSim(OneNode(4), Scenario1(), o);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_FALSE(done.empty());
+  EXPECT_EQ(done.back(), 4);  // and a last report at the end
+  for (size_t i = 1; i + 1 < done.size(); ++i) EXPECT_GT(done[i], done[i - 1]) << i;
+}
+
+// A tenant's job that waits from its arrival while others hold its floor is
+// a guarantee violation (slurm-multifactor does not reclaim): A's 8-GPU job
+// holds the node from 0 to 1000, B's 4-GPU job (floor 4) arrives at 10 and
+// waits until 1000.
+TEST(QueueSimTenants, WaitingFromArrivalInsideTheFloorIsAViolation) {
+  std::vector<tenancy::TenantSpec> specs;
+  tenancy::TenantSpec root{.name = "org"};
+  root.quotas.push_back({"gpu", tenancy::Quota{.nominal = 8000}});
+  specs.push_back(root);
+  for (const char* n : {"A", "B"}) {
+    tenancy::TenantSpec s{.name = n, .parent = "org"};
+    s.quotas.push_back({"gpu", tenancy::Quota{.nominal = 4000}});
+    specs.push_back(s);
+  }
+  auto tree = tenancy::TenantTree::Build(specs);
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;
+  std::vector<Job> jobs = {MakeJob(1, 0, 4, 1000), MakeJob(2, 0, 4, 1000), MakeJob(3, 10, 4, 100)};
+  jobs[0].group = jobs[1].group = "A";
+  jobs[2].group = "B";
+  QueueSimOptions o;
+  o.policy = "bestfit";
+  o.queue = QueuePolicy::kSlurmMultifactor;
+  o.tenant_tree = std::make_shared<const tenancy::TenantTree>(std::move(*tree));
+  auto r = RunQueueSim(OneNode(8), jobs, o);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(Rec(*r, 3).start_s, 1000);
+  EXPECT_GE(r->guarantee_violations, 1);
+  EXPECT_NEAR(r->guarantee_violation_hours, 990.0 / 3600, 1e-9);
 }
 
 }  // namespace
