@@ -165,7 +165,8 @@ TEST(SplitRulesTest, FirstMatchingRuleDecidesAndASplitColumnWins) {
   const std::string row_b = "paper B,LLAMA3-70B,,,,,,,,1024,1,64,H100,8,1,,,,,,,400,,bf16; note two";
   const std::string csv = WriteTemp("runs.csv", header + "\n" + row_a + "\n" + row_b + "\n");
   auto rules = LoadSplitRules(WriteTemp(
-      "rules.csv", "file,source,model,notes,split,why\nruns.csv,paper,,note two,validation,first\nruns.csv,paper,,,"
+      "rules.csv", "file,source,model,notes,split,why\ntmp,,,,validation,a directory is not the file\n"
+                   "runs.csv,paper,,note two,validation,first\nruns.csv,paper,,,"
                    "calibration,second\nother.csv,paper,,,validation,another file\n"));
   ASSERT_TRUE(rules) << rules.error().message;
   auto cases = LoadCalibrationCases(csv, *rules);
@@ -209,6 +210,83 @@ TEST(ErrorStatsTest, MedianAndNearestRankP90) {
   EXPECT_DOUBLE_EQ(s.max_abs_error_pct, 10);
   EXPECT_DOUBLE_EQ(StatsOf({4}).p90_abs_error_pct, 4);
   EXPECT_EQ(StatsOf({}).rows, 0);
+}
+
+}  // namespace
+}  // namespace tidal::planner
+
+namespace tidal::planner {
+namespace {
+
+// Survivors of the 2026-12-03 mutation run over calibration.cc (seed 1), each
+// checked by hand to fail on its mutant.
+const char* kRunsHeader =
+    "source,model,params_b,layers,hidden,heads,ffn,vocab,seq_len,global_batch,micro_batch,gpus,gpu_type,tp,pp,dp,"
+    "cp,ep,vpp,recompute,zero_stage,achieved_tflops_per_gpu,mfu_percent,notes\n";
+
+TEST(CalibrationRowsTest, PrecisionAndThroughputFromMfu) {
+  // No precision in the notes on an FP8-capable GPU: TFLOP/s / MFU names the
+  // peak. 989.5 TFLOP/s at 50% is the FP8 peak of an H100; 494.75 at 50% its
+  // BF16 peak. A row with MFU and no TFLOP/s measures MFU x peak.
+  const std::string csv = WriteTemp("runs_mfu.csv", std::string(kRunsHeader) +
+      "github.com/NVIDIA/NeMo:x,LLAMA3-70B,,,,,,,,1024,1,64,H100,8,1,,,,,,,989.5,50,\n"
+      "github.com/NVIDIA/NeMo:x,LLAMA3-70B,,,,,,,,1024,1,64,H100,8,1,,,,,,,494.75,50,\n"
+      "github.com/NVIDIA/NeMo:x,LLAMA3-70B,,,,,,,,1024,1,64,H100,8,1,,,,,,,,25,bf16\n");
+  auto cases = LoadCalibrationCases(csv);
+  ASSERT_TRUE(cases) << cases.error().message;
+  ASSERT_EQ(cases->size(), 3u);
+  EXPECT_EQ((*cases)[0].strategy.precision, Precision::kFp8) << (*cases)[0].skip_reason;
+  EXPECT_EQ((*cases)[1].strategy.precision, Precision::kBf16) << (*cases)[1].skip_reason;
+  EXPECT_NEAR((*cases)[2].measured_tflops, 0.25 * 989, 1e-9) << (*cases)[2].skip_reason;
+}
+
+TEST(CalibrationRowsTest, SizesOutOfRangeAreErrorsNamingTheLine) {
+  const struct {
+    const char* name;
+    std::string row, want;
+  } rows[] = {
+      {"cp 0", "github.com/NVIDIA/NeMo:x,LLAMA3-70B,,,,,,,,1024,1,64,H100,8,1,,0,,,,,400,,bf16\n", "cp"},
+      {"global batch 0", "github.com/NVIDIA/NeMo:x,LLAMA3-70B,,,,,,,,0,1,64,H100,8,1,,,,,,,400,,bf16\n", "global_batch"},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.name);
+    auto cases = LoadCalibrationCases(WriteTemp("runs_range.csv", std::string(kRunsHeader) + r.row));
+    ASSERT_FALSE(cases);
+    EXPECT_NE(cases.error().message.find("runs_range.csv:2"), std::string::npos) << cases.error().message;
+    EXPECT_NE(cases.error().message.find(r.want), std::string::npos) << cases.error().message;
+  }
+}
+
+TEST(CalibrationRowsTest, ZeroStagesThroughThreeAndTheIterationTime) {
+  // ZeRO 3 is a stage; 4 is not. A row with only an iteration time measures
+  // FLOPs per token x batch x sequence / time / GPUs.
+  const std::string csv = WriteTemp("runs_zero.csv", std::string(kRunsHeader) +
+      "github.com/NVIDIA/NeMo:x,LLAMA3-70B,,,,,,,,1024,1,64,H100,1,1,,,,,,3,400,,bf16\n"
+      "github.com/NVIDIA/NeMo:x,LLAMA3-70B,,,,,,,,1024,1,64,H100,1,1,,,,,,4,400,,bf16\n"
+      "github.com/NVIDIA/NeMo:x,LLAMA3-70B,,,,,,,,1024,1,64,H100,8,1,,,,,,,,,bf16; iteration time 10 s\n");
+  auto cases = LoadCalibrationCases(csv);
+  ASSERT_TRUE(cases) << cases.error().message;
+  ASSERT_EQ(cases->size(), 3u);
+  EXPECT_TRUE((*cases)[0].usable) << (*cases)[0].skip_reason;
+  EXPECT_EQ((*cases)[0].strategy.zero_stage, 3);
+  EXPECT_FALSE((*cases)[1].usable);
+  EXPECT_NE((*cases)[1].skip_reason.find("zero_stage"), std::string::npos);
+  ASSERT_TRUE((*cases)[2].usable) << (*cases)[2].skip_reason;
+  const ModelSpec& m = (*cases)[2].spec;
+  EXPECT_NEAR((*cases)[2].measured_tflops,
+              FlopsPerToken(m, m.seq_len, FlopsConvention::kMegatron) * 1024 * m.seq_len / 10 / 64 / 1e12, 1e-9);
+}
+
+TEST(CalibrationRowsTest, DeepSeekV3WithoutItsMtpModuleWhenTheFlopsSaySo) {
+  // NeMo AutoModel's DeepSeek-V3: 216 TFLOP/s at 865 tokens/s per GPU is the
+  // causal count without the MTP module; the row does not say, the FLOPs do.
+  const std::string csv = WriteTemp("runs_mtp.csv", std::string(kRunsHeader) +
+      "github.com/NVIDIA/NeMo:x,DeepSeek V3,,,,,,,4096,1024,1,256,H100,1,4,,,8,,,,216,,bf16; tokens/s/gpu=865\n");
+  auto cases = LoadCalibrationCases(csv);
+  ASSERT_TRUE(cases) << cases.error().message;
+  ASSERT_TRUE((*cases)[0].usable) << (*cases)[0].skip_reason;
+  EXPECT_EQ((*cases)[0].spec.mtp_layers, 0);
+  EXPECT_EQ((*cases)[0].convention, FlopsConvention::kMegatronCausal);
 }
 
 }  // namespace

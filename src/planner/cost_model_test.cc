@@ -716,3 +716,82 @@ TEST(CostModelTest, TwoStagesSplitAnOddLayerCountWithTheOddLayerLast) {
 
 }  // namespace
 }  // namespace tidal::planner
+
+namespace tidal::planner {
+namespace {
+
+// Survivors of the 2026-12-03 mutation run over cost_model.cc (seed 3), each
+// checked by hand to fail on its mutant.
+TEST(CostModelMutantsTest, RecomputeNamesParseToTheirOwnMode) {
+  EXPECT_EQ(*ParseRecompute("none"), Recompute::kNone);
+  EXPECT_EQ(*ParseRecompute("selective"), Recompute::kSelective);
+  EXPECT_EQ(*ParseRecompute("full"), Recompute::kFull);
+  EXPECT_FALSE(ParseRecompute("some"));
+}
+
+TEST(CostModelMutantsTest, ExpertGradientsReduceOverDpOverEpRanks) {
+  // Tiny MoE, DP 8, ZeRO 0, no latency: expert gradients all-reduce over
+  // dp/ep ranks. EP 8 leaves one rank per expert (nothing to reduce); EP 2
+  // reduces 16 experts x 3 x 1024 x 512 x 4 layers in fp32 over 4 ranks, a
+  // ring of 2 x 3/4 x bytes over NVLink at 100 GB/s (8 GPUs: one domain).
+  const ModelSpec m = TinyMoe();
+  const GpuSpec g = *FindGpu("h100");
+  Strategy s;
+  s.dp = 8;
+  s.grad_accum = 1;
+  s.overlap_grad_reduce = false;
+  s.ep = 8;
+  const Prediction ep8 = PredictUnchecked(m, g, Flat(8), s, NoOverheads());
+  s.ep = 2;
+  const Prediction ep2 = PredictUnchecked(m, g, Flat(8), s, NoOverheads());
+  const double expert_bytes = 4.0 * 16 * 3 * 1024 * 512 * 4;
+  EXPECT_NEAR(ep2.time.dp_comm_total_s - ep8.time.dp_comm_total_s, 2.0 * 3 / 4 * expert_bytes / 100e9, 1e-12);
+}
+
+TEST(CostModelMutantsTest, OnePipelineStageSendsNothing) {
+  const ModelSpec m = TinyMoe();
+  Strategy s;
+  s.dp = 4;
+  s.grad_accum = 4;
+  const Prediction p = PredictUnchecked(m, *FindGpu("h100"), Flat(4), s, NoOverheads());
+  EXPECT_EQ(p.time.pp_comm_s, 0.0);
+  EXPECT_EQ(p.time.bubble_s, 0.0);
+}
+
+TEST(CostModelMutantsTest, APlacementWithoutNvlinkIsRefused) {
+  const ModelSpec m = TinyMoe();
+  Strategy s;
+  s.dp = 4;
+  s.grad_accum = 4;
+  Placement pl = Flat(4);
+  ASSERT_TRUE(Predict(m, *FindGpu("h100"), pl, s, NoOverheads()));
+  pl.nvlink_gbps = 0;
+  EXPECT_FALSE(Predict(m, *FindGpu("h100"), pl, s, NoOverheads()));
+  pl = Flat(4);
+  pl.gpus_per_domain = 0;
+  EXPECT_FALSE(Predict(m, *FindGpu("h100"), pl, s, NoOverheads()));
+}
+
+TEST(CostModelMutantsTest, DenseGatedActivationsByHand) {
+  // Dense, gated, TP 1, no recompute, one micro-batch in flight: per token and
+  // layer 10h + 4q + 4kv + 6 ffn bytes = 10,240 + 4,096 + 4,096 + 24,576, x 2048
+  // tokens x 4 layers, plus fp32 logits and their gradient (6 x 32,000 bytes
+  // a token).
+  ModelSpec m = TinyMoe();
+  m.experts = m.top_k = m.expert_ffn = 0;
+  Strategy s;
+  s.dp = 1;
+  s.grad_accum = 1;
+  const Prediction p = PredictUnchecked(m, *FindGpu("h100"), Flat(1), s, NoOverheads());
+  const double per_token_layer = 10.0 * 1024 + 4 * 1024 + 4 * 1024 + 6 * 4096;
+  const double bytes = 2048 * per_token_layer * 4 + 2048 * 32000.0 * 6;
+  EXPECT_NEAR(p.memory.activations_gib, bytes / (1024.0 * 1024 * 1024), 1e-9);
+}
+
+TEST(CostModelMutantsTest, DefaultPlacementCountsEightGpuNodes) {
+  EXPECT_EQ(DefaultPlacement(*FindGpu("h100"), 64).nodes, 8);
+  EXPECT_EQ(DefaultPlacement(*FindGpu("gb200"), 144).nodes, 18);  // 8 per node, not one per 72-GPU domain
+}
+
+}  // namespace
+}  // namespace tidal::planner
