@@ -49,13 +49,12 @@ int RunValidate(const PlanArgs& a) {
     // From the repository root, or next to a binary built in it (build/tidal).
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    for (const auto& candidate :
-         {std::filesystem::path(kDefaultSplitFile), exe.parent_path().parent_path() / kDefaultSplitFile}) {
-      if (!ec || candidate.is_relative()) {
-        if (std::filesystem::exists(candidate)) {
-          split_file = candidate.string();
-          break;
-        }
+    std::vector<std::filesystem::path> candidates = {kDefaultSplitFile};
+    if (!ec) candidates.push_back(exe.parent_path().parent_path() / kDefaultSplitFile);
+    for (const auto& c : candidates) {
+      if (std::filesystem::exists(c)) {
+        split_file = c.string();
+        break;
       }
     }
   }

@@ -120,7 +120,7 @@ struct ValidationReport {
 ValidationReport Validate(const std::vector<CalibrationCase>& cases, const Calibration& cal,
                           std::optional<Split> only = std::nullopt);
 
-// Fits the GEMM fraction of peak per (generation, precision class) present in
+// Fits the GEMM fraction of peak per (generation, GEMM format) present in
 // the calibration split, the collective efficiency and (when MoE rows
 // calibrate) the fixed MoE layer cost, minimising squared log error of
 // predicted TFLOP/s. Starts from `start`.

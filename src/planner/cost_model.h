@@ -5,9 +5,10 @@
 // Physics first, few knobs: GEMM time is FLOPs over (peak x achievable
 // fraction x a shape factor), memory-bound kernels run at HBM bandwidth, and
 // every collective is an alpha-beta ring/tree cost over the link level its
-// group spans. Only the achievable fraction of peak per GPU and precision and
-// one collective efficiency are calibrated (see calibration.h); everything
-// else is a datasheet number or a published formula:
+// group spans. Only the achievable fraction of peak per GPU generation and
+// GEMM format, one collective efficiency and one fixed cost per MoE layer
+// are calibrated (see calibration.h); everything else is a datasheet number
+// or a published formula:
 //   - pipeline bubble (p-1)/(m v) (Narayanan et al. SC21),
 //   - activation memory per recompute mode (Korthikanti et al. MLSys'23,
 //     generalised to GQA and gated MLPs, flash attention assumed),

@@ -49,7 +49,7 @@ struct GpuSpec {
   double fp4_tflops = 0;     // dense NVFP4 peak, 0 = no FP4 tensor cores
   bool mx_scaling = false;   // block-scaled (MX) tensor cores: Blackwell and later
   // Tensor-core generation ("ampere", "hopper", "blackwell"): the calibrated
-  // fraction of peak is per generation and precision class, not per SKU.
+  // fraction of peak is per generation and GEMM format, not per SKU.
   std::string generation;
 
   // Dense peak of the run's linear GEMMs in FLOP/s; error if the GPU has none.
