@@ -89,6 +89,10 @@ const std::vector<Preset>& Presets() {
                  {"llama2-13b", "llama-2-13b", "llama 2 13b"}});
     p.push_back({Dense("llama2-70b", 80, 8192, 64, 8, 28672, true, 32000, 4096, 1024),
                  {"llama2-70b", "llama-2-70b", "llama 2 70b"}});
+    // Llama 3.2 1B (Meta's model card: 16 layers, 2048 hidden, 32 heads, 8
+    // KV heads, FFN 8192, the Llama 3 vocabulary): a model one GPU trains.
+    p.push_back({Dense("llama3.2-1b", 16, 2048, 32, 8, 8192, true, 128256, 8192, 512),
+                 {"llama3.2-1b", "llama 3.2 1b", "llama-3.2-1b"}});
     p.push_back({Dense("llama3-8b", 32, 4096, 32, 8, 14336, true, 128256, 8192, 1024),
                  {"llama3-8b", "llama3 8b", "llama-3-8b", "llama 3 8b", "llama3.1-8b"}});
     p.push_back({Dense("llama3-70b", 80, 8192, 64, 8, 28672, true, 128256, 8192, 1024),

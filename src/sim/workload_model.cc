@@ -62,14 +62,23 @@ Result<WorkloadModel> WorkloadModel::Parse(std::string_view text, const std::str
     }
     for (const auto& kv : doc) {
       const std::string k = kv.first.as<std::string>();
-      if (k != "version" && k != "gpu" && k != "classes") {
-        return MakeError(ErrorCode::kParse, "{}:{}: unknown key '{}' (known: version, gpu, classes)", source,
+      if (k != "version" && k != "gpu" && k != "classes" && k != "strategy") {
+        return MakeError(ErrorCode::kParse, "{}:{}: unknown key '{}' (known: version, gpu, strategy, classes)", source,
                          kv.first.Mark().line + 1, k);
       }
     }
     if (doc["gpu"]) wm.gpu_ = doc["gpu"].as<std::string>();
     if (auto g = planner::FindGpu(wm.gpu_); !g) {
       return MakeError(ErrorCode::kParse, "{}:{}: gpu: {}", source, doc["gpu"].Mark().line + 1, g.error().message);
+    }
+    if (doc["strategy"]) {
+      const std::string st = doc["strategy"].as<std::string>();
+      if (st != "launched" && st != "planned") {
+        return MakeError(ErrorCode::kParse, "{}:{}: strategy '{}' is neither 'launched' (each class's layout) nor "
+                                            "'planned' (the planner's layout for each placement)",
+                         source, doc["strategy"].Mark().line + 1, st);
+      }
+      wm.planned_ = st == "planned";
     }
     if (!doc["classes"] || !doc["classes"].IsSequence()) {
       return MakeError(ErrorCode::kParse, "{}: 'classes:' must list the GPU-count classes", source);
@@ -81,10 +90,10 @@ Result<WorkloadModel> WorkloadModel::Parse(std::string_view text, const std::str
       w.where = where;
       for (const auto& kv : c) {
         const std::string k = kv.first.as<std::string>();
-        static const char* kKeys[] = {"gpus", "model", "precision", "tp", "pp", "micro_batch", "global_batch", "zero_stage", "recompute"};
+        static const char* kKeys[] = {"gpus", "model", "precision", "tp", "pp", "micro_batch", "global_batch", "zero_stage", "recompute", "overlap"};
         if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* x) { return k == x; }) == std::end(kKeys)) {
           return MakeError(ErrorCode::kParse, "{}: unknown key '{}' (known: gpus, model, precision, tp, pp, micro_batch, "
-                                              "global_batch, zero_stage, recompute)",
+                                              "global_batch, zero_stage, recompute, overlap)",
                            where, k);
         }
       }
@@ -97,8 +106,8 @@ Result<WorkloadModel> WorkloadModel::Parse(std::string_view text, const std::str
       };
       if (!num(std::string_view(range).substr(0, dash), w.min_gpus) ||
           !num(dash == std::string::npos ? std::string_view(range) : std::string_view(range).substr(dash + 1), w.max_gpus) ||
-          w.max_gpus < w.min_gpus || w.min_gpus < 2) {
-        return MakeError(ErrorCode::kParse, "{}: gpus '{}' must be a range A-B with 2 <= A <= B (single GPUs have no model)", where, range);
+          w.max_gpus < w.min_gpus) {
+        return MakeError(ErrorCode::kParse, "{}: gpus '{}' must be a range A-B with 1 <= A <= B", where, range);
       }
       w.model = c["model"].as<std::string>();
       auto spec = planner::FindModelPreset(w.model);
@@ -112,6 +121,13 @@ Result<WorkloadModel> WorkloadModel::Parse(std::string_view text, const std::str
         auto r = planner::ParseRecompute(c["recompute"].as<std::string>());
         if (!r) return MakeError(ErrorCode::kParse, "{}: {}", where, r.error().message);
         w.recompute = *r;
+      }
+      if (c["overlap"]) {
+        try {
+          w.overlap = c["overlap"].as<bool>();
+        } catch (const YAML::Exception&) {
+          return MakeError(ErrorCode::kParse, "{}: overlap must be true or false", where);
+        }
       }
       if (c["tp"]) { TIDAL_ASSIGN_OR_RETURN(w.tp, Int(c["tp"], where, "tp", 1, 1024)); }
       if (c["pp"]) { TIDAL_ASSIGN_OR_RETURN(w.pp, Int(c["pp"], where, "pp", 1, 1024)); }
@@ -139,6 +155,11 @@ const WorkloadClass* WorkloadModel::For(int gpus) const {
   return nullptr;
 }
 
+int WorkloadModel::ClassIndex(int gpus) const {
+  const WorkloadClass* c = For(gpus);
+  return c == nullptr ? -1 : static_cast<int>(c - classes_.data());
+}
+
 std::optional<WorkloadModel::Resolved> WorkloadModel::Resolve(int gpus) const {
   const WorkloadClass* c = For(gpus);
   if (c == nullptr) return std::nullopt;
@@ -154,6 +175,7 @@ std::optional<WorkloadModel::Resolved> WorkloadModel::Resolve(int gpus) const {
     s.recompute = c->recompute;
     s.sequence_parallel = tp > 1;
     s.precision = c->precision;
+    s.overlap_grad_reduce = c->overlap;
     if (tp * pp * s.dp != gpus) return std::nullopt;
     // Layers that pp does not divide: lighter first and last stages, as
     // Llama 3 405B runs on pp 16 (planner::SplitLayers).

@@ -5,7 +5,14 @@
 // strategy the job was launched with (docs/topology.md gives the shipped
 // default, data/workload_models/default.yaml, and its rationale). Jobs on a
 // single GPU, and GPU counts no range covers, have no model: they run for
-// their trace time wherever they land.
+// their trace time wherever they land. A class may cover one GPU (`gpus: 1`):
+// its jobs have no communication to charge, but their work and MFU are
+// modelled (tidal sim org counts them).
+//
+// `strategy: launched` (the default) runs every job with its class's
+// layout; `strategy: planned` lets the planner choose each job's layout for
+// the placement it gets (tidal's planner lever): the class fixes the model,
+// precision and global batch, the search the rest.
 #pragma once
 
 #include <optional>
@@ -32,6 +39,9 @@ struct WorkloadClass {
   int global_batch = 256;
   int zero_stage = 1;
   planner::Recompute recompute = planner::Recompute::kSelective;
+  // Data-parallel gradient reduction overlapped with the backward pass
+  // (Megatron's --overlap-grad-reduce); false: it runs after it, exposed.
+  bool overlap = true;
   std::string where;  // file:line, for messages
 };
 
@@ -44,10 +54,13 @@ class WorkloadModel {
   static std::string_view DefaultText();
 
   const std::string& gpu() const { return gpu_; }
+  bool planned() const { return planned_; }
   const std::string& source() const { return source_; }
   const std::vector<WorkloadClass>& classes() const { return classes_; }
-  // The class covering `gpus`, nullptr if none (and for a single GPU).
+  // The class covering `gpus`, nullptr if none.
   const WorkloadClass* For(int gpus) const;
+  // Index of For(gpus) in classes() (-1 when none).
+  int ClassIndex(int gpus) const;
   // The model and strategy a job on `gpus` GPUs runs; nullopt if no class
   // covers it or no divisor layout of the class is valid for the model.
   struct Resolved {
@@ -60,6 +73,7 @@ class WorkloadModel {
  private:
   std::string source_;
   std::string gpu_ = "h100";
+  bool planned_ = false;
   std::vector<WorkloadClass> classes_;
   std::vector<planner::ModelSpec> models_;  // parallel to classes_
 };

@@ -180,11 +180,14 @@ TEST(WorkloadModel, BadInputsSayWhereAndWhat) {
   const std::string v = "version: 1\n";
   const std::string ok = "  - {gpus: 2-7, model: llama3-8b}\n";
   const std::vector<Bad> cases = {
-      {"unknown top key", v + "gpu: h100\nfoo: 1\nclasses:\n" + ok, "t.yaml:3: unknown key 'foo' (known: version, gpu, classes)"},
+      {"unknown top key", v + "gpu: h100\nfoo: 1\nclasses:\n" + ok, "t.yaml:3: unknown key 'foo' (known: version, gpu, strategy, classes)"},
       {"unknown class key", v + "classes:\n" + ok + "  - {gpus: 8-9, model: llama3-8b, tpp: 2}\n",
        "t.yaml:4: unknown key 'tpp'"},
       {"range reversed", v + "classes:\n  - {gpus: 7-2, model: llama3-8b}\n", "t.yaml:3: gpus '7-2' must be a range A-B"},
-      {"range from one", v + "classes:\n  - {gpus: 1-7, model: llama3-8b}\n", "gpus '1-7' must be a range"},
+      {"range from zero", v + "classes:\n  - {gpus: 0-7, model: llama3-8b}\n", "gpus '0-7' must be a range A-B with 1 <= A"},
+      {"bad strategy", v + "strategy: best\nclasses:\n" + ok, "t.yaml:2: strategy 'best' is neither 'launched'"},
+      {"overlap not a bool", v + "classes:\n  - {gpus: 2-7, model: llama3-8b, overlap: maybe}\n",
+       "t.yaml:3: overlap must be true or false"},
       {"range not numbers", v + "classes:\n  - {gpus: a-b, model: llama3-8b}\n", "gpus 'a-b' must be a range"},
       {"range with junk", v + "classes:\n  - {gpus: 2-7-9, model: llama3-8b}\n", "gpus '2-7-9' must be a range"},
       {"overlap", v + "classes:\n" + ok + "  - {gpus: 4-9, model: llama3-8b}\n",
@@ -217,6 +220,26 @@ TEST(WorkloadModel, BadInputsSayWhereAndWhat) {
     EXPECT_EQ(r.error().code, ErrorCode::kParse);
     EXPECT_THAT(r.error().message, HasSubstr(b.want));
   }
+}
+
+TEST(WorkloadModel, OneGpuClassesOverlapAndPlannedStrategy) {
+  auto a = P("  - {gpus: 1, model: llama3.2-1b, global_batch: 16, recompute: full, overlap: false}\n"
+             "  - {gpus: 2-8, model: llama3-8b, tp: 8}\n",
+             "version: 1\ngpu: h100\nstrategy: planned\n");
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_TRUE(a->planned());
+  EXPECT_EQ(a->ClassIndex(1), 0);
+  EXPECT_EQ(a->ClassIndex(8), 1);
+  EXPECT_EQ(a->ClassIndex(9), -1);
+  auto r1 = a->Resolve(1);
+  ASSERT_TRUE(r1);
+  EXPECT_EQ(std::tie(r1->strategy.tp, r1->strategy.pp, r1->strategy.dp, r1->strategy.grad_accum),
+            std::make_tuple(1, 1, 1, 16));
+  EXPECT_FALSE(r1->strategy.overlap_grad_reduce);
+  EXPECT_EQ(r1->strategy.recompute, planner::Recompute::kFull);
+  EXPECT_EQ(r1->model.layers, 16);
+  EXPECT_TRUE(a->Resolve(8)->strategy.overlap_grad_reduce);  // the default
+  EXPECT_FALSE(WorkloadModel::Default().planned());
 }
 
 TEST(WorkloadModel, ReadReportsAMissingFile) {
