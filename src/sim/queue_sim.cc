@@ -146,7 +146,8 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   }
   std::unique_ptr<PlannerPlacementCost> cost;
   if (topology) {
-    cost = std::make_unique<PlannerPlacementCost>(cluster, options.workload_model ? *options.workload_model : WorkloadModel::Default());
+    cost = std::make_unique<PlannerPlacementCost>(
+        cluster, options.workload_model ? *options.workload_model : WorkloadModel::Default(), options.reference_model);
     for (Job& j : jobs) {
       if (j.num_gpu < 2 || j.gpu_milli != kMilliPerGpu) continue;
       j.tp_group = cost->TensorParallel(j.num_gpu);
@@ -270,6 +271,35 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   int64_t alloc_integral = 0, stranded_integral = 0, idle_waiting_integral = 0;
   int64_t waiting_time = 0;
   int64_t alloc_now = 0, stranded_now = 0;
+  // The window's integrals, and the rates they integrate: FLOP/s of the
+  // modelled jobs working now, peak FLOP/s of the GPUs modelled jobs hold,
+  // GPUs held idle by zombies.
+  if (options.window_s < 0) return MakeError(ErrorCode::kInvalidArgument, "the window must be >= 0 seconds");
+  r.window_s = options.window_s > 0 ? options.window_s : std::max<int64_t>(1, *jobs.back().submit_time_s - t0);
+  const int64_t window_end = t0 + r.window_s;
+  struct Rate {
+    double flops = 0, peak_bf16 = 0, peak_native = 0;
+    bool working = true;
+  };
+  std::unordered_map<JobId, Rate> rates;
+  double flops_now = 0, peak_bf16_now = 0, peak_native_now = 0;
+  int64_t hoarding_now = 0;  // GPUs
+  auto rate_idle = [&](JobId id, int32_t gpus) {
+    hoarding_now += gpus;
+    auto it = rates.find(id);
+    if (it == rates.end() || !it->second.working) return;
+    flops_now -= it->second.flops;
+    it->second.working = false;
+  };
+  auto rate_end = [&](JobId id, int32_t gpus, bool was_idle) {
+    if (was_idle) hoarding_now -= gpus;
+    auto it = rates.find(id);
+    if (it == rates.end()) return;
+    if (it->second.working) flops_now -= it->second.flops;
+    peak_bf16_now -= it->second.peak_bf16;
+    peak_native_now -= it->second.peak_native;
+    rates.erase(it);
+  };
   bool waiting_now = false;
 
   size_t next_arrival = 0;
@@ -375,6 +405,15 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     const int64_t now = replay->NextBatch(arrival);
     const int64_t dt = now - prev;
     alloc_integral += alloc_now * dt;
+    if (const int64_t wdt = std::min(now, window_end) - std::min(prev, window_end); wdt > 0) {
+      const double w = static_cast<double>(wdt);
+      r.window_allocated_gpu_s += static_cast<double>(alloc_now) / kMilliPerGpu * w;
+      r.window_stranded_gpu_s += static_cast<double>(stranded_now) / kMilliPerGpu * w;
+      r.window_hoarded_gpu_s += static_cast<double>(hoarding_now) * w;
+      r.window_model_flops += flops_now * w;
+      r.window_peak_bf16_flops += peak_bf16_now * w;
+      r.window_peak_native_flops += peak_native_now * w;
+    }
     for (tenancy::TenantId t : violating) tenant_violation_s[static_cast<size_t>(t)] += static_cast<double>(dt);
     violation_tenant_s += static_cast<double>(dt) * static_cast<double>(violating.size());
     if (waiting_now) {
@@ -397,6 +436,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     for (const Job* idle : replay->TakeIdled()) {
       QueueJobRecord& rec = r.jobs[index.at(idle->id)];
       rec.idle_since_s = now;
+      rate_idle(idle->id, idle->num_gpu);
       ++r.zombies;
       if (market) TIDAL_RETURN_IF_ERROR(market->Idle(idle->id, now));
     }
@@ -404,6 +444,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       runs.erase(j->id);
       if (guarantees) guarantees->Running(*j, -1);
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
+      rate_end(j->id, j->num_gpu, rec.idle_since_s >= 0);
       end_idle(rec, *j, now);
       if (market) TIDAL_RETURN_IF_ERROR(market->Stop(j->id, now, false, 0));
       rec.finish_s = now;
@@ -427,6 +468,10 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
         guarantees->Waiting(*pj.job, +1);
       }
       QueueJobRecord& rec = r.jobs[index.at(pj.job->id)];
+      // The work it loses is done again later: delivered once.
+      if (auto rt = rates.find(pj.job->id); rt != rates.end() && now < window_end && pj.job->num_gpu > 0)
+        r.window_model_flops -= rt->second.flops * static_cast<double>(pj.lost_gpu_s) / pj.job->num_gpu;
+      rate_end(pj.job->id, pj.job->num_gpu, rec.idle_since_s >= 0);
       end_idle(rec, *pj.job, now);
       if (market) TIDAL_RETURN_IF_ERROR(market->Stop(pj.job->id, now, true, pj.lost_gpu_s));
       ++rec.preemptions;
@@ -475,6 +520,16 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
       if (rec.start_s < 0) rec.start_s = now;  // queueing delay ends at the first start
       rec.run_start_s = now;
+      if (auto e = evals.find(j->id); e != evals.end() && e->second.flops_per_s > 0) {
+        const PlacementEval& ev = e->second;
+        Rate rate{ev.flops_per_s, j->num_gpu * ev.peak_bf16_flops, j->num_gpu * ev.peak_native_flops, true};
+        flops_now += rate.flops;
+        peak_bf16_now += rate.peak_bf16;
+        peak_native_now += rate.peak_native;
+        rates[j->id] = rate;
+        rec.mfu = ev.mfu;
+        rec.model_flops = ev.flops_per_s * static_cast<double>(*j->duration_s) * ev.run_factor;
+      }
       if (j->num_gpu < 2) continue;
       const Placement* p = c.FindAllocation(j->id);
       rec.nodes = static_cast<int32_t>(p->assignments.size());

@@ -68,6 +68,13 @@ struct QueueSimOptions {
   std::shared_ptr<const topo::Topology> topology;
   // Which model each multi-GPU job trains; the shipped default when unset.
   std::optional<WorkloadModel> workload_model;
+  // The model the trace's run times were measured under (sim/
+  // placement_cost.h): with it, a job runs its trace time x its rate under
+  // the reference's layout on a compact placement / its rate here.
+  std::optional<WorkloadModel> reference_model;
+  // The measurement window (QueueSimResult::window_*), from the first
+  // submission: 0 = the arrival span (first to last submission).
+  int64_t window_s = 0;
   // Arrivals compressed to this offered load (GPU-seconds asked / (GPUs x
   // arrival span)); 0 = as recorded. Exclusive with time_scale.
   double load = 0;
@@ -154,6 +161,10 @@ struct QueueJobRecord {
   int64_t idle_since_s = -1;  // a zombie: when its work ended (-1: working, or not a zombie)
   int64_t hoarded_gpu_s = 0;  // GPU-seconds it held idle as a zombie
   bool reclaimed = false;     // the market's zombie detector ended it
+  // Its modelled work (sim/placement_cost.h): model FLOPs of the whole job
+  // and its MFU against dense BF16 on its last placement (-1: unmodelled).
+  double model_flops = 0;
+  double mfu = -1;
   // --start-estimates: its estimated start (P50, P90) given after its
   // arrival pass; -1 if it was not sampled or started at once.
   int64_t estimate_p50_s = -1, estimate_p90_s = -1;
@@ -245,6 +256,19 @@ struct QueueSimResult {
   int64_t zombies_reclaimed = 0;
   double hoarded_gpu_hours = 0;
   std::optional<MarketSimResult> market;
+  // Over the window [first submission, + window_s] (QueueSimOptions::
+  // window_s), integrals of: GPUs allocated (zombies included), GPUs
+  // stranded (sim/metrics.h, 0 while nothing waits), model FLOPs delivered
+  // by modelled jobs (work redone after a preemption not counted twice),
+  // and the dense BF16 / native-precision peak FLOPs of the GPUs allocated
+  // to modelled jobs. All in GPU-seconds or FLOPs.
+  int64_t window_s = 0;
+  double window_allocated_gpu_s = 0;
+  double window_stranded_gpu_s = 0;
+  double window_hoarded_gpu_s = 0;
+  double window_model_flops = 0;
+  double window_peak_bf16_flops = 0;
+  double window_peak_native_flops = 0;
   // --explain: the job's state at the chosen time and its blocking causes.
   struct Explained {
     int64_t job = -1;

@@ -34,7 +34,7 @@ void Replay::InstallRunTime() {
       return *job.duration_s;
     }
     if (evals_ != nullptr) (*evals_)[job.id] = *e;
-    return static_cast<int64_t>(std::ceil(static_cast<double>(*job.duration_s) * e->slowdown - 1e-9));
+    return static_cast<int64_t>(std::ceil(static_cast<double>(*job.duration_s) * e->run_factor - 1e-9));
   });
 }
 
