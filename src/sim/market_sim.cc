@@ -210,50 +210,88 @@ std::vector<std::pair<tenancy::TenantId, Micros>> MarketSim::Lenders(Micros amou
   return out;
 }
 
-Status MarketSim::Meter(Run& r, int64_t to) {
-  if (to <= r.metered_to) return Ok();
+Result<MarketSim::MeterStep> MarketSim::PrepareMeter(Run& r, int64_t to) {
+  MeterStep step;
+  if (to <= r.metered_to) return step;
   TIDAL_RETURN_IF_ERROR(pricer_->AdvanceTo(to));
   TIDAL_ASSIGN_OR_RETURN(market::Metered m, market::MeterInterval(pricer_->history(), r.tier,
                                                                   r.tier == Tier::kGuaranteed ? nullptr : &r.lock,
                                                                   r.milli, r.metered_to, to));
-  const int64_t from = r.metered_to;
+  step.run = &r;
+  step.from = r.metered_to;
+  step.to = to;
   r.metered_to = to;
-  if (m.total <= 0) return Ok();
-  TenantMarketResult& res = results_[static_cast<size_t>(r.tenant)];
+  if (m.total <= 0) return step;
+  step.total = m.total;
   const std::string id = fmt::format("{}.m{}", RunId(r), r.seq++);
-  std::vector<Transfer> chain;
-  const Micros from_hold = std::min(m.total, r.held_left);
-  if (from_hold > 0)
-    chain.push_back(Transfer{.id = id + "p", .amount = from_hold, .flags = tf::kPostPending, .pending_id = r.hold,
-                             .code = "charge", .at_us = to * 1'000'000});
-  if (m.total > from_hold)
-    chain.push_back(Transfer{.id = id + "c", .debit = Name(r.tenant), .credit = std::string(market::kRevenue),
-                             .amount = m.total - from_hold, .code = "charge",
-                             .reference = fmt::format("job {}", r.job), .at_us = to * 1'000'000});
+  step.from_hold = std::min(m.total, r.held_left);
+  if (step.from_hold > 0)
+    step.chain.push_back(Transfer{.id = id + "p", .amount = step.from_hold, .flags = tf::kPostPending, .pending_id = r.hold,
+                                  .code = "charge", .at_us = to * 1'000'000});
+  if (m.total > step.from_hold)
+    step.chain.push_back(Transfer{.id = id + "c", .debit = Name(r.tenant), .credit = std::string(market::kRevenue),
+                                  .amount = m.total - step.from_hold, .code = "charge",
+                                  .reference = fmt::format("job {}", r.job), .at_us = to * 1'000'000});
   // A borrowing run's charge: the lenders' share to the tenants whose floor is idle.
-  std::vector<std::pair<tenancy::TenantId, Micros>> lenders;
   if (r.tier == Tier::kStandard && r.borrowed) {
     TIDAL_ASSIGN_OR_RETURN(market::LendingSplit split,
                            market::SplitBorrowedCharge(m.total, options_.config.lender_share_ppm));
-    lenders = Lenders(split.to_lender);
-    for (const auto& [t, part] : lenders)
+    step.lenders = Lenders(split.to_lender);
+    for (const auto& [t, part] : step.lenders)
       if (part > 0)
-        chain.push_back(Transfer{.id = fmt::format("{}l{}", id, t), .debit = std::string(market::kRevenue),
-                                 .credit = Name(t), .amount = part, .code = "lending_credit",
-                                 .reference = fmt::format("job {}", r.job), .at_us = to * 1'000'000});
+        step.chain.push_back(Transfer{.id = fmt::format("{}l{}", id, t), .debit = std::string(market::kRevenue),
+                                      .credit = Name(t), .amount = part, .code = "lending_credit",
+                                      .reference = fmt::format("job {}", r.job), .at_us = to * 1'000'000});
   }
-  for (size_t k = 0; k + 1 < chain.size(); ++k) chain[k].flags |= tf::kLinked;
-  bool ok = false;
-  TIDAL_RETURN_IF_ERROR(Apply(chain, &ok));
+  for (size_t k = 0; k + 1 < step.chain.size(); ++k) step.chain[k].flags |= tf::kLinked;
+  return step;
+}
+
+void MarketSim::SettleMeter(const MeterStep& step, bool ok) {
+  Run& r = *step.run;
+  TenantMarketResult& res = results_[static_cast<size_t>(r.tenant)];
   if (ok) {
-    r.held_left -= from_hold;
-    res.spent += m.total;
-    for (const auto& [t, part] : lenders) results_[static_cast<size_t>(t)].lending_credits += part;
+    r.held_left -= step.from_hold;
+    res.spent += step.total;
+    for (const auto& [t, part] : step.lenders) results_[static_cast<size_t>(t)].lending_credits += part;
   } else {
     // Its budget cannot pay: the GPU-hours ran unpaid, and it drops to spot.
-    res.unpaid_gpu_hours += static_cast<double>(r.milli) / 1000.0 * static_cast<double>(to - from) / 3600.0;
+    res.unpaid_gpu_hours += static_cast<double>(r.milli) / 1000.0 * static_cast<double>(step.to - step.from) / 3600.0;
     over_budget_[static_cast<size_t>(r.tenant)] = true;
     res.over_budget = true;
+  }
+}
+
+Status MarketSim::Meter(Run& r, int64_t to) {
+  TIDAL_ASSIGN_OR_RETURN(MeterStep step, PrepareMeter(r, to));
+  if (step.chain.empty()) return Ok();
+  bool ok = false;
+  TIDAL_RETURN_IF_ERROR(Apply(std::move(step.chain), &ok));
+  SettleMeter(step, ok);
+  return Ok();
+}
+
+Status MarketSim::MeterAll(int64_t to) {
+  // Every run's chain in one ledger batch: the ledger applies a batch in
+  // order, chain by chain (a linked chain succeeds or fails whole), exactly
+  // as one call per run would, in one store transaction instead of many.
+  std::vector<MeterStep> steps;
+  std::vector<Transfer> batch;
+  for (auto& [job, r] : runs_) {
+    TIDAL_ASSIGN_OR_RETURN(MeterStep step, PrepareMeter(r, to));
+    if (step.chain.empty()) continue;
+    batch.insert(batch.end(), step.chain.begin(), step.chain.end());
+    steps.push_back(std::move(step));
+  }
+  if (batch.empty()) return Ok();
+  TIDAL_ASSIGN_OR_RETURN(auto out, ledger_->CreateTransfers(batch));
+  size_t at = 0;
+  for (const MeterStep& step : steps) {
+    bool ok = true;
+    for (size_t k = 0; k < step.chain.size(); ++k) ok = ok && out[at + k].succeeded();
+    at += step.chain.size();
+    if (!ok) ++refused_;
+    SettleMeter(step, ok);
   }
   return Ok();
 }
@@ -264,6 +302,7 @@ Status MarketSim::Idle(JobId job, int64_t now) {
   TIDAL_ASSIGN_OR_RETURN(market::ZombieDetector d, market::ZombieDetector::Make(options_.config.hoarding, it->second.milli));
   it->second.zombie.emplace(std::move(d));
   it->second.next_sample = now;
+  zombies_.insert(job);
   return Ok();
 }
 
@@ -288,14 +327,15 @@ Status MarketSim::Stop(JobId job, int64_t now, bool preempted, int64_t lost_gpu_
       if (ok) results_[static_cast<size_t>(r.tenant)].compensation += comp;
     }
   }
+  zombies_.erase(job);
   runs_.erase(it);
   return Ok();
 }
 
 Result<std::vector<JobId>> MarketSim::SampleZombies(int64_t upto) {
   std::vector<JobId> reclaim;
-  for (auto& [job, r] : runs_) {
-    if (!r.zombie) continue;
+  for (const JobId job : zombies_) {
+    Run& r = runs_.at(job);
     while (r.next_sample <= upto && r.zombie->state() != market::ZombieState::kReclaimed) {
       TIDAL_ASSIGN_OR_RETURN(auto actions, r.zombie->Sample(r.next_sample, 0.0, 0.0, std::nan(""), std::nan("")));
       for (const market::HoardAction& a : actions) {
@@ -345,7 +385,7 @@ Result<std::vector<JobId>> MarketSim::SampleZombies(int64_t upto) {
 Result<std::vector<JobId>> MarketSim::Advance(int64_t now) {
   if (now < now_) return MakeError(ErrorCode::kInternal, "market clock went back from {} to {}", now_, now);
   while (next_meter_ <= now) {
-    for (auto& [job, r] : runs_) TIDAL_RETURN_IF_ERROR(Meter(r, next_meter_));
+    TIDAL_RETURN_IF_ERROR(MeterAll(next_meter_));
     next_meter_ += options_.meter_interval_s;
   }
   TIDAL_ASSIGN_OR_RETURN(std::vector<JobId> reclaim, SampleZombies(now));
@@ -362,8 +402,10 @@ Status MarketSim::Observe(int64_t now, int64_t allocated_milli, const std::vecto
 
 int64_t MarketSim::NextWake() const {
   int64_t wake = runs_.empty() ? kNever : next_meter_;
-  for (const auto& [job, r] : runs_)
-    if (r.zombie && r.zombie->state() != market::ZombieState::kReclaimed) wake = std::min(wake, r.next_sample);
+  for (const JobId job : zombies_) {
+    const Run& r = runs_.at(job);
+    if (r.zombie->state() != market::ZombieState::kReclaimed) wake = std::min(wake, r.next_sample);
+  }
   return wake;
 }
 

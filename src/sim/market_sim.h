@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -136,7 +137,20 @@ class MarketSim {
   };
 
   MarketSim(const MarketSimOptions& o, const tenancy::TenantTree& tree) : options_(o), tree_(&tree) {}
+  // One run's charge for [metered_to, to]: the transfer chain, then what
+  // its outcome settles in the results.
+  struct MeterStep {
+    Run* run = nullptr;
+    int64_t from = 0, to = 0;
+    market::Micros total = 0, from_hold = 0;
+    std::vector<market::Transfer> chain;
+    std::vector<std::pair<tenancy::TenantId, market::Micros>> lenders;
+  };
+  Result<MeterStep> PrepareMeter(Run& run, int64_t to);
+  void SettleMeter(const MeterStep& step, bool ok);
   Status Meter(Run& run, int64_t to);
+  // Every open run metered to `to` in one ledger batch.
+  Status MeterAll(int64_t to);
   Result<std::vector<JobId>> SampleZombies(int64_t upto);
   // Splits `amount` over the tenants with idle floor, in proportion to it.
   std::vector<std::pair<tenancy::TenantId, market::Micros>> Lenders(market::Micros amount) const;
@@ -155,6 +169,7 @@ class MarketSim {
   std::vector<bool> over_budget_;
   std::vector<TenantMarketResult> results_;  // by tenant id
   std::map<JobId, Run> runs_;
+  std::set<JobId> zombies_;  // runs with a zombie detector, in job order as runs_
   std::map<JobId, int32_t> run_count_;  // runs started per job, for ids
   int64_t now_ = 0;
   int64_t next_meter_ = 0;
