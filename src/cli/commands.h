@@ -14,6 +14,7 @@ void RegisterSimCommands(CLI::App& app);
 // `tidal sim queue`, registered under the `sim` subcommand.
 void RegisterSimQueueCommand(CLI::App& sim);
 void RegisterSimCompareCommand(CLI::App& sim);
+void RegisterSimOrgCommand(CLI::App& sim);
 void RegisterSimColocateCommand(CLI::App& sim);
 void RegisterPlanCommand(CLI::App& app);
 void RegisterMfuCommand(CLI::App& app);

@@ -157,6 +157,7 @@ void RegisterSimCommands(CLI::App& app) {
   sim->require_subcommand(1);
   RegisterSimQueueCommand(*sim);
   RegisterSimCompareCommand(*sim);
+  RegisterSimOrgCommand(*sim);
   RegisterSimColocateCommand(*sim);
 
   auto args = std::make_shared<FillArgs>();

@@ -29,6 +29,26 @@ std::string Resolve(const std::filesystem::path& base, const std::string& p) {
 
 }  // namespace
 
+Result<HoardingScenario> ReadHoardingNode(const YAML::Node& h, const std::string& path) {
+  auto where = [&](const YAML::Node& n) { return fmt::format("{}:{}", path, n.Mark().line + 1); };
+  HoardingScenario s;
+  if (!h.IsMap()) return MakeError(ErrorCode::kParse, "{}: 'hoarding:' is a map {{share, min_tail, max_tail, seed}}", where(h));
+  for (const auto& kv : h) {
+    const std::string k = kv.first.as<std::string>();
+    if (k == "share") s.share = kv.second.as<double>();
+    else if (k == "min_tail") s.min_tail_s = kv.second.as<int64_t>();
+    else if (k == "max_tail") s.max_tail_s = kv.second.as<int64_t>();
+    else if (k == "seed") s.seed = kv.second.as<uint64_t>();
+    else return MakeError(ErrorCode::kParse, "{}: unknown hoarding key '{}' (share, min_tail, max_tail, seed)", where(kv.first), k);
+  }
+  if (auto v = s.Validate(); !v) return MakeError(ErrorCode::kParse, "{}: {}", where(h), v.error().message);
+  return s;
+}
+
+std::string ResolveConfigPath(const std::string& config_file, const std::string& p) {
+  return Resolve(std::filesystem::path(config_file).parent_path(), p);
+}
+
 Result<CompareConfig> ReadCompareConfig(const std::string& path) {
   TIDAL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   CompareConfig c;
@@ -125,16 +145,7 @@ Result<CompareConfig> ReadCompareConfig(const std::string& path) {
       if (c.estimates.empty()) return MakeError(ErrorCode::kParse, "{}: 'estimates:' is empty", where(doc["estimates"]));
     }
     if (const YAML::Node h = doc["hoarding"]) {
-      if (!h.IsMap()) return MakeError(ErrorCode::kParse, "{}: 'hoarding:' is a map {{share, min_tail, max_tail, seed}}", where(h));
-      for (const auto& kv : h) {
-        const std::string k = kv.first.as<std::string>();
-        if (k == "share") c.hoarding.share = kv.second.as<double>();
-        else if (k == "min_tail") c.hoarding.min_tail_s = kv.second.as<int64_t>();
-        else if (k == "max_tail") c.hoarding.max_tail_s = kv.second.as<int64_t>();
-        else if (k == "seed") c.hoarding.seed = kv.second.as<uint64_t>();
-        else return MakeError(ErrorCode::kParse, "{}: unknown hoarding key '{}' (share, min_tail, max_tail, seed)", where(kv.first), k);
-      }
-      if (auto v = c.hoarding.Validate(); !v) return MakeError(ErrorCode::kParse, "{}: {}", where(h), v.error().message);
+      TIDAL_ASSIGN_OR_RETURN(c.hoarding, ReadHoardingNode(h, path));
     }
     if (doc["market"]) c.market = Resolve(base, str("market"));
     if (doc["checkpoint_interval"]) c.checkpoint_interval_s = doc["checkpoint_interval"].as<int64_t>();

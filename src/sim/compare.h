@@ -43,7 +43,17 @@
 #include "sim/market_sim.h"
 #include "sim/queue_sim.h"
 
+namespace YAML {
+class Node;
+}
+
 namespace tidal::sim {
+
+// A config's `hoarding: {share, min_tail, max_tail, seed}` map (path: the
+// config file, for messages).
+Result<HoardingScenario> ReadHoardingNode(const YAML::Node& h, const std::string& path);
+// A path in a config file, relative to the file's directory unless absolute.
+std::string ResolveConfigPath(const std::string& config_file, const std::string& p);
 
 // One compared policy: a queue policy and a placer under a label.
 struct ComparePolicy {

@@ -97,4 +97,50 @@ std::string SvgLineChart(const SvgAxes& a, const std::vector<SvgSeries>& series)
   return s + "</svg>";
 }
 
+std::string SvgBarChart(const SvgBars& b) {
+  const double W = 720, H = 380, L = 64, R = 150, T = 30, B = 60;
+  const double pw = W - L - R, ph = H - T - B;
+  double ymax = b.ymax;
+  for (const auto& s : b.series)
+    for (double v : s.values) ymax = std::max(ymax, v);
+  if (ymax <= 0) ymax = 1;
+  auto Y = [&](double y) { return T + ph * (1 - std::clamp(y, 0.0, ymax) / ymax); };
+  std::string s = fmt::format(
+      R"~(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">)~", W, H);
+  s += fmt::format(R"~(<text x="{}" y="18" font-size="14" font-weight="bold">{}</text>)~", L, HtmlEscape(b.title));
+  const double step = NiceStep(ymax, 5);
+  for (double v = 0; v <= ymax + 1e-9 * ymax; v += step) {
+    s += fmt::format(R"~(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#ddd"/>)~", L, Y(v), L + pw, Y(v));
+    s += fmt::format(R"~(<text x="{}" y="{:.1f}" text-anchor="end">{}</text>)~", L - 6, Y(v) + 4, TickLabel(v));
+  }
+  const size_t groups = b.groups.size(), ns = std::max<size_t>(1, b.series.size());
+  const double gw = groups > 0 ? pw / static_cast<double>(groups) : pw, bw = gw * 0.8 / static_cast<double>(ns);
+  for (size_t g = 0; g < groups; ++g) {
+    const double gx = L + gw * static_cast<double>(g);
+    s += fmt::format(R"~(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)~", gx + gw / 2, T + ph + 16,
+                     HtmlEscape(b.groups[g]));
+    for (size_t k = 0; k < b.series.size(); ++k) {
+      if (g >= b.series[k].values.size()) continue;
+      const double v = b.series[k].values[g];
+      const double x = gx + gw * 0.1 + bw * static_cast<double>(k);
+      s += fmt::format(R"~(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>{}: {:g}</title></rect>)~",
+                       x, Y(v), bw * 0.92, T + ph - Y(v), kPalette[b.series[k].color % 8], HtmlEscape(b.series[k].label), v);
+    }
+  }
+  for (const auto& [label, y] : b.marks) {
+    s += fmt::format(R"~(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#000" stroke-dasharray="6 4"/>)~", L, Y(y),
+                     L + pw, Y(y));
+    s += fmt::format(R"~(<text x="{}" y="{:.1f}">{}</text>)~", L + pw + 4, Y(y) + 4, HtmlEscape(label));
+  }
+  for (size_t k = 0; k < b.series.size(); ++k) {
+    const double ly = T + 10 + 18 * static_cast<double>(k);
+    s += fmt::format(R"~(<rect x="{}" y="{:.1f}" width="12" height="12" fill="{}"/>)~", L + pw + 10, ly,
+                     kPalette[b.series[k].color % 8]);
+    s += fmt::format(R"~(<text x="{}" y="{:.1f}">{}</text>)~", L + pw + 28, ly + 10, HtmlEscape(b.series[k].label));
+  }
+  s += fmt::format(R"~(<text x="{}" y="{}" text-anchor="middle">{}</text>)~", L + pw / 2, H - 8, HtmlEscape(b.xlabel));
+  s += "</svg>";
+  return s;
+}
+
 }  // namespace tidal::sim

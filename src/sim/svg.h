@@ -25,6 +25,22 @@ struct SvgAxes {
 
 std::string SvgLineChart(const SvgAxes& axes, const std::vector<SvgSeries>& series);
 
+// Grouped bars: one group per category, one bar per series in each; marks
+// are dashed horizontal lines (a target) with a label.
+struct SvgBarSeries {
+  std::string label;
+  std::vector<double> values;  // one per group
+  int color = 0;
+};
+struct SvgBars {
+  std::string title, xlabel;
+  std::vector<std::string> groups;
+  std::vector<SvgBarSeries> series;
+  std::vector<std::pair<std::string, double>> marks;
+  double ymax = 0;  // at least this (the data's maximum otherwise)
+};
+std::string SvgBarChart(const SvgBars& bars);
+
 // Escapes text for HTML element content and attribute values.
 std::string HtmlEscape(const std::string& s);
 
