@@ -1465,5 +1465,32 @@ TEST(TenantQueue, DemoteToSpotAppliesToStandardTenantsOnly) {
   }
 }
 
+
+// LAS on borrowed quota takes a victim of the same priority as the waiting
+// job, not only a lower one (found by mutation testing, seed 1: `<=` -> `<`
+// in the candidate filter). org (pool 8) -> A (0), B (0) on one 8-GPU node,
+// tidal: both borrow. 0: A's a1 (8) starts; by 450 it has 3600 GPU-s (Q1).
+// 500: B's b1 (8, Q0, same priority 0) has no floor to reclaim and no
+// quota left, but a1 runs on borrowed quota in a higher LAS queue: a1 is
+// preempted, lost (500 + 60) x 8 = 4480, and b1 starts. With a1 at priority
+// 1, above b1, nothing moves.
+TEST(TenantQueue, LasOnBorrowedTakesAVictimOfTheSamePriority) {
+  for (const int32_t a_priority : {0, 1}) {
+    SCOPED_TRACE(a_priority);
+    Harness h(1, Tree({{"A", 0}, {"B", 0}}, 8), QueuePolicy::kTidal);
+    const Job& a1 = h.Push("A", 8, 100000, 0, a_priority);
+    ASSERT_EQ(h.Started(h.Schedule(0)), (Names{a1.name}));
+    const Job& b1 = h.Push("B", 8, 1000, 500);
+    QueuePass p = h.Schedule(500);
+    if (a_priority == 0) {
+      EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 4480}}));
+      EXPECT_EQ(h.Started(p), (Names{b1.name}));
+    } else {
+      EXPECT_TRUE(p.preempted.empty());
+      EXPECT_TRUE(p.started.empty());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tidal
