@@ -738,5 +738,36 @@ TEST(QueueSimTenants, WaitingFromArrivalInsideTheFloorIsAViolation) {
   EXPECT_NEAR(r->guarantee_violation_hours, 990.0 / 3600, 1e-9);
 }
 
+// A preempted run gives back only the multi-node time it added (found by
+// mutation testing, seed 2: a one-node run counted as multi-node there).
+// org (8) -> A (4), B (4) on one 8-GPU node, tidal: A's a1 (8 GPUs) borrows
+// from 0; B's b1 (4) reclaims its floor at 10. No run spans nodes: the
+// multi-node share is 0, not negative.
+TEST(QueueSimTenants, APreemptedOneNodeRunLeavesTheMultiNodeShareAtZero) {
+  std::vector<tenancy::TenantSpec> specs;
+  tenancy::TenantSpec root{.name = "org"};
+  root.quotas.push_back({"gpu", tenancy::Quota{.nominal = 8000}});
+  specs.push_back(root);
+  for (const char* n : {"A", "B"}) {
+    tenancy::TenantSpec s{.name = n, .parent = "org"};
+    s.quotas.push_back({"gpu", tenancy::Quota{.nominal = 4000}});
+    specs.push_back(s);
+  }
+  auto tree = tenancy::TenantTree::Build(specs);
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;
+  std::vector<Job> jobs = {MakeJob(1, 0, 8, 10000), MakeJob(2, 10, 4, 100)};
+  jobs[0].group = "A";
+  jobs[1].group = "B";
+  QueueSimOptions o;
+  o.policy = "bestfit";
+  o.queue = QueuePolicy::kTidal;
+  o.tenant_tree = std::make_shared<const tenancy::TenantTree>(std::move(*tree));
+  auto r = RunQueueSim(OneNode(8), jobs, o);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_EQ(Rec(*r, 1).preemptions, 1);
+  EXPECT_EQ(Rec(*r, 2).start_s, 10);
+  EXPECT_EQ(r->locality_node, 0);
+}
+
 }  // namespace
 }  // namespace tidal::sim
