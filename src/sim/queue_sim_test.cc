@@ -738,8 +738,10 @@ TEST(QueueSimTenants, WaitingFromArrivalInsideTheFloorIsAViolation) {
   EXPECT_NEAR(r->guarantee_violation_hours, 990.0 / 3600, 1e-9);
 }
 
-// A preempted run gives back only the multi-node time it added (found by
-// mutation testing, seed 2: a one-node run counted as multi-node there).
+// A preempted run gives back only the multi-node time it added (a one-node
+// run counted as multi-node there would make the share negative; the
+// multi-leaf twin of this mutant, found by mutation testing, seed 2, is
+// PlacementSim.APreemptedOneLeafRunLeavesTheMultiLeafShareAtZero).
 // org (8) -> A (4), B (4) on one 8-GPU node, tidal: A's a1 (8 GPUs) borrows
 // from 0; B's b1 (4) reclaims its floor at 10. No run spans nodes: the
 // multi-node share is 0, not negative.
