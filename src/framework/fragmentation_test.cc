@@ -219,6 +219,51 @@ class NoGang final : public GangPlacePlugin {
   std::optional<Placement> PlaceGang(const CycleContext&, const PodRequest&) override { return std::nullopt; }
 };
 
+class NoMig final : public MigPlacePlugin {
+ public:
+  std::string_view name() const override { return "D-NoMig"; }
+  std::optional<Placement> PlaceMig(const CycleContext&, const PodRequest&) override { return std::nullopt; }
+};
+class ByNode final : public ScorePlugin {
+ public:
+  std::string_view name() const override { return "E-ByNode"; }
+  int64_t Score(const CycleContext&, const PodRequest&, NodeId n) override { return n; }
+};
+
+// Profile::Disable takes a plugin out of every extension point by name and
+// says whether it found it; the others stay, and it stays owned (found by
+// mutation testing, issue 11, seed 2: `mig && name == x` -> `||` dropped the
+// MIG placer whatever the name, and read a null one).
+TEST(FrameworkCycle, DisableRemovesOnlyTheNamedPlugin) {
+  Profile p;
+  p.filters.push_back(p.Own<AllowAll>());
+  p.scores.push_back({p.Own<ByNode>(), 2});
+  p.device_select = p.Own<FirstFree>();
+  p.gang = p.Own<NoGang>();
+  p.mig = p.Own<NoMig>();
+  EXPECT_FALSE(p.Disable("no-such-plugin"));
+  EXPECT_EQ(p.filters.size(), 1u);
+  EXPECT_EQ(p.scores.size(), 1u);
+  EXPECT_NE(p.device_select, nullptr);
+  EXPECT_NE(p.gang, nullptr);
+  EXPECT_NE(p.mig, nullptr);
+  EXPECT_TRUE(p.Disable("C-NoGang"));
+  EXPECT_EQ(p.gang, nullptr);
+  EXPECT_NE(p.mig, nullptr);
+  EXPECT_NE(p.device_select, nullptr);
+  EXPECT_TRUE(p.Disable("D-NoMig"));
+  EXPECT_EQ(p.mig, nullptr);
+  EXPECT_FALSE(p.Disable("D-NoMig"));  // gone already (and no null plugin is read)
+  EXPECT_TRUE(p.Disable("E-ByNode"));
+  EXPECT_TRUE(p.scores.empty());
+  EXPECT_EQ(p.filters.size(), 1u);
+  EXPECT_TRUE(p.Disable("B-AllowAll"));
+  EXPECT_TRUE(p.filters.empty());
+  EXPECT_TRUE(p.Disable("A-FirstFree"));
+  EXPECT_EQ(p.device_select, nullptr);
+  EXPECT_EQ(p.owned.size(), 5u);
+}
+
 Job GpuJob(int32_t gpus, bool single_node, int64_t cpu = 1000) {
   Job j;
   j.name = "g";

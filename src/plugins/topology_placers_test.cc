@@ -363,6 +363,34 @@ root:
   EXPECT_EQ(asked, (std::set<std::string>{"a1:0-7 a2:4-7", "b1:0-7 b2:0-3"}));
 }
 
+// The roomy candidate is the domain with the most free hosts of all, not
+// merely more than the tight one (found by mutation testing, seed 2: a
+// comparison against the tight pick made leaf3 the roomy one). leaf1 (3
+// free hosts) comes first, leaf2 is tight (12 free, 1 free host), leaf3 has
+// 2 free hosts: the candidates scored are leaf2's and leaf1's, and the cost
+// model, preferring b, takes leaf1.
+TEST(TopoPlaceTest, TheRoomyCandidateHasTheMostFreeHosts) {
+  World w(R"(version: 1
+root:
+  level: spine
+  name: spine
+  children:
+    - {level: leaf, name: leaf1, hosts: "b[1-3]"}
+    - {level: leaf, name: leaf2, hosts: [a1, a2]}
+    - {level: leaf, name: leaf3, hosts: [c1, c2]}
+)",
+          Hosts({"b1", "b2", "b3", "a1", "a2", "c1", "c2"}));
+  w.HoldFirst("a2", 4);
+  TopoPlace topo;
+  std::set<std::string> asked;
+  FakeCost cost([&](const std::string& p) -> std::optional<double> {
+    asked.insert(p);
+    return p[0] == 'b' ? 1.0 : 1.3;
+  });
+  EXPECT_EQ(w.Place(topo, w.NewJob(12), &cost), "b1:0-7 b2:0-3");
+  EXPECT_EQ(asked, (std::set<std::string>{"a1:0-7 a2:4-7", "b1:0-7 b2:0-3"}));
+}
+
 TEST(TopoPlaceTest, DefersWhileTheBestSlowdownExceedsTheTolerance) {
   World w = CostWorld();
   TopoPlace topo;

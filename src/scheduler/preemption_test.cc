@@ -201,6 +201,23 @@ TEST(PlanPreemption, AGangVictimCountsWholeInEveryDomain) {
   EXPECT_EQ(plan2->cost, 110);
 }
 
+// A gang victim spanning two leaves is a victim in each leaf's plan (found
+// by mutation testing, seed 1: flags of one domain's picks kept for the
+// next dropped it there). g holds a2 and b1 (cost 100), c a1 (300), h b2
+// (50). A 16-GPU preemptor: leaf1 = {c, g} = 400, leaf2 = {g, h} = 150 ->
+// leaf2 with g (without g, b1 would not be empty).
+TEST(PlanPreemption, AGangAcrossTwoLeavesIsAVictimInEachLeafsPlan) {
+  Bench b;
+  b.Run("g", {{"a2", Range(0, 8)}, {"b1", Range(0, 8)}}, 100);
+  b.Run("c", {{"a1", Range(0, 8)}}, 300);
+  b.Run("h", {{"b2", Range(0, 8)}}, 50);
+  auto plan = b.Plan(b.Preemptor(16, false));
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->domain, b.Leaf("b1"));
+  EXPECT_EQ(b.Names(*plan), (std::vector<std::string>{"g", "h"}));
+  EXPECT_EQ(plan->cost, 150);
+}
+
 // A 16-GPU preemptor goes to one leaf. leaf1: a1 c (8 GPUs, cost 10, the
 // cheapest GPUs anywhere), a2 e (8, 500); leaf2: b1 f (8, 100), b2 h (8,
 // 100). The globally cheapest 16 GPUs are c + f = 110 but span both leaves;

@@ -1300,5 +1300,197 @@ TEST(TenantQueue, ExplainWritesFractionalGpus) {
   EXPECT_TRUE(found);
 }
 
+
+// Tiresias' starvation rule (found by mutation testing, seed 2): a waiting
+// job that ran goes back to Q0 once its wait reaches las_starvation x its
+// executed time. One 8-GPU node, LAS, las_starvation 2:
+//  0: r1 (8, 10000 s) starts.  450: n1 (8, 1000 s): r1 has 3600 GPU-s (Q1),
+//     n1 none (Q0): r1 is preempted (executed 450 s, waiting from 450).
+//  900: n1 reaches 3600 GPU-s: both in Q1, nothing moves.
+//  1349: r1 has waited 899 s < 2 x 450: still Q1.
+//  1350: 900 s: r1 is back in Q0 and preempts n1: elapsed 900, nothing
+//     saved, lost (900 + 60) x 8 = 7680; r1 resumes with its 10000 s (none
+//     saved) + 60 -> ends 11410. Without the rule (0) nothing moves.
+TEST(TenantQueue, LasStarvationReturnsAWaitingJobToTheFirstQueue) {
+  for (const double starvation : {2.0, 0.0}) {
+    SCOPED_TRACE(starvation);
+    Harness h(1, nullptr, QueuePolicy::kLas, [&](TenantQueueOptions& o) { o.las_starvation = starvation; });
+    const Job& r1 = h.Push("", 8, 10000, 0);
+    h.Schedule(0);
+    const Job& n1 = h.Push("", 8, 1000, 450);
+    ASSERT_EQ(h.Preempted(h.Schedule(450)), (Lost{{r1.name, 4080}}));
+    for (const int64_t t : {900, 1349}) {
+      QueuePass p = h.Schedule(t);
+      EXPECT_TRUE(p.preempted.empty()) << t;
+      EXPECT_TRUE(p.started.empty()) << t;
+    }
+    QueuePass p = h.Schedule(1350);
+    if (starvation > 0) {
+      EXPECT_EQ(h.Preempted(p), (Lost{{n1.name, 7680}}));
+      EXPECT_EQ(h.Started(p), (Names{r1.name}));
+      EXPECT_EQ(p.ends, (std::vector<int64_t>{11410}));
+    } else {
+      EXPECT_TRUE(p.preempted.empty());
+      EXPECT_TRUE(p.started.empty());
+    }
+  }
+}
+
+// The starvation rule is for jobs that ran: a job that never ran is in the
+// queue its (zero) attained service gives. With a first limit of 0 that is
+// Q1 — Q0 holds only starved jobs — so a new n1 (Q1) does not preempt the
+// running r1 (Q1), however long it waits (found by mutation testing, seed
+// 2: `executed_s > 0` -> `>= 0` put every new job in Q0).
+TEST(TenantQueue, LasStarvationIgnoresAJobThatNeverRan) {
+  Harness h(1, nullptr, QueuePolicy::kLas, [](TenantQueueOptions& o) {
+    o.las_starvation = 2;
+    o.las_limits_gpu_s = {0};
+  });
+  h.Push("", 8, 10000, 0);
+  h.Schedule(0);
+  h.Push("", 8, 100, 100);
+  for (const int64_t t : {100, 5000}) {
+    QueuePass p = h.Schedule(t);
+    EXPECT_TRUE(p.preempted.empty()) << t;
+    EXPECT_TRUE(p.started.empty()) << t;
+  }
+}
+
+// Preemption searches no guarantee asks for are capped per pass at
+// max_optional_searches, counted from zero (found by mutation testing, seed
+// 2: a count starting at 1 allowed one search fewer). The
+// PriorityPreemptionWhenTheTenantsQuotaIsFull scenario (hi has no reclaim
+// right: A is at its floor): with a cap of 1 hi preempts lo, with 0 it waits.
+TEST(TenantQueue, TheCapOnOptionalSearchesAllowsExactlyThatMany) {
+  for (const int32_t cap : {1, 0}) {
+    SCOPED_TRACE(cap);
+    Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal,
+              [&](TenantQueueOptions& o) { o.max_optional_searches = cap; });
+    const Job& lo = h.Push("A", 8, 100000, 0, 0);
+    h.Push("B", 8, 100000, 0);
+    h.Schedule(0);
+    const Job& hi = h.Push("A", 8, 100, 100, 5);
+    QueuePass p = h.Schedule(100);
+    if (cap == 1) {
+      EXPECT_EQ(h.Preempted(p), (Lost{{lo.name, 1280}}));
+      EXPECT_EQ(h.Started(p), (Names{hi.name}));
+    } else {
+      EXPECT_TRUE(p.preempted.empty());
+      EXPECT_TRUE(p.started.empty());
+    }
+  }
+}
+
+// A search for a floor that others hold is never capped, down to others
+// holding 1 milli-GPU of a floor as large as the cluster or larger (found
+// by mutation testing, seed 2: `max(0, total - floor)` -> `max(1, ...)`
+// missed it). One 8-GPU node, org -> A (8 or 16), B (0); no optional
+// searches at all. 0: B's b (1 GPU, 1 milli) borrows. 10: A's a (8) fits
+// A's floor but not the node: b is reclaimed, lost (10 + 60) x 1 = 70, a
+// starts.
+TEST(TenantQueue, AFloorHeldByOneMilliIsStillOwed) {
+  for (const int64_t floor : {8, 16}) {
+    SCOPED_TRACE(floor);
+    Harness h(1, Tree({{"A", floor}, {"B", 0}}), QueuePolicy::kTidal,
+              [](TenantQueueOptions& o) { o.max_optional_searches = 0; });
+    h.NewJob("B", 1, 100000);
+    Job& b = h.jobs.back();
+    b.gpu_milli = 1;
+    std::vector<UnresolvableJob> u;
+    ASSERT_TRUE(h.queue->Push(b, u).has_value());
+    ASSERT_EQ(h.Started(h.Schedule(0)), (Names{b.name}));
+    const Job& a = h.Push("A", 8, 100, 10);
+    QueuePass p = h.Schedule(10);
+    EXPECT_EQ(h.Preempted(p), (Lost{{b.name, 70}}));
+    EXPECT_EQ(h.Started(p), (Names{a.name}));
+  }
+}
+
+// Kueue's looser rule (a victim's tenant is borrowing before it) counts the
+// victims chosen before of that tenant only (found by mutation testing,
+// seed 2: counting the other tenants' instead). org -> R (8), B (8) on
+// 2 x 8 GPUs, Kueue:
+//  0: B's b1 (4) n0 0-3, b3 (2) n0 4-5, f (2, 50 s) n0 6-7.  50: f ends.
+//  100: B's b2 (4) on n1 0-3. B holds 10: borrowing 2.
+//  1800: R's r (8) fits its floor, not a node: reclaim. Costs: b1 (1800 s
+//     saved) 60 x 4 = 240, b3 60 x 2 = 120, b2 (1700 s, none saved)
+//     1760 x 4 = 7040. No victim keeps B at its floor (the strict rule);
+//     loosely: n0 needs b1 and b3, but after b1 B holds 6, not borrowing, so
+//     b3 is no victim; n1 needs b2 alone (B borrowing before it) -> b2, the
+//     dearer plan, and r runs on n1.
+TEST(TenantQueue, KueuesLooseRuleCountsOnlyTheVictimsOwnTenant) {
+  Harness h(2, Tree({{"R", 8}, {"B", 8}}), QueuePolicy::kKueue);
+  const Job& b1 = h.Push("B", 4, 100000, 0);
+  const Job& b3 = h.Push("B", 2, 100000, 0);
+  const Job& f = h.Push("B", 2, 50, 0);
+  ASSERT_EQ(h.Started(h.Schedule(0)), (Names{b1.name, b3.name, f.name}));
+  h.Finish(f);
+  h.Schedule(50);
+  const Job& b2 = h.Push("B", 4, 100000, 100);
+  ASSERT_EQ(h.Started(h.Schedule(100)), (Names{b2.name}));
+  ASSERT_EQ(h.NodeOf(b2), 1);
+  EXPECT_EQ(h.Usage("B"), 10);
+  const Job& r = h.Push("R", 8, 1000, 1800);
+  QueuePass p = h.Schedule(1800);
+  EXPECT_EQ(h.Preempted(p), (Lost{{b2.name, 7040}}));
+  EXPECT_EQ(h.Started(p), (Names{r.name}));
+  EXPECT_EQ(h.NodeOf(r), 1);
+  EXPECT_EQ(h.Usage("B"), 6);
+}
+
+// The market's budget rule: a standard tenant demoted to spot has its later
+// jobs run as spot, first victims even within its floor (the
+// SpotJobsAreVictimsEvenWithinTheirFloor scenario: s1 is taken, not a1). A
+// guaranteed tenant is not demoted, and the call leaves no mark: made
+// standard by a later tree, its jobs are standard (a1 is taken). (Found by
+// mutation testing, seed 2: the tier test `||` -> `&&` marked it.)
+TEST(TenantQueue, DemoteToSpotAppliesToStandardTenantsOnly) {
+  for (const Tier tier : {Tier::kStandard, Tier::kGuaranteed}) {
+    SCOPED_TRACE(tenancy::TierName(tier));
+    Harness h(2, Tree({{"S", 8, tier}, {"A", 0}, {"B", 8}}), QueuePolicy::kTidal);
+    const Job& a1 = h.Push("A", 8, 100000, 0);
+    h.Schedule(0);
+    h.queue->DemoteToSpot(h.queue->tree()->Find("S"));
+    if (tier == Tier::kGuaranteed) ASSERT_TRUE(h.queue->SetTree(Tree({{"S", 8}, {"A", 0}, {"B", 8}})));
+    const Job& s1 = h.Push("S", 8, 100000, 1000);
+    EXPECT_EQ(h.Started(h.Schedule(1000)), (Names{s1.name}));
+    const Job& b1 = h.Push("B", 8, 100000, 3500);
+    QueuePass p = h.Schedule(3500);
+    EXPECT_EQ(h.Started(p), (Names{b1.name}));
+    if (tier == Tier::kStandard) {
+      EXPECT_EQ(h.Preempted(p), (Lost{{s1.name, 6080}}));
+    } else {
+      EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 14080}}));
+    }
+  }
+}
+
+
+// LAS on borrowed quota takes a victim of the same priority as the waiting
+// job, not only a lower one (found by mutation testing, seed 1: `<=` -> `<`
+// in the candidate filter). org (pool 8) -> A (0), B (0) on one 8-GPU node,
+// tidal: both borrow. 0: A's a1 (8) starts; by 450 it has 3600 GPU-s (Q1).
+// 500: B's b1 (8, Q0, same priority 0) has no floor to reclaim and no
+// quota left, but a1 runs on borrowed quota in a higher LAS queue: a1 is
+// preempted, lost (500 + 60) x 8 = 4480, and b1 starts. With a1 at priority
+// 1, above b1, nothing moves.
+TEST(TenantQueue, LasOnBorrowedTakesAVictimOfTheSamePriority) {
+  for (const int32_t a_priority : {0, 1}) {
+    SCOPED_TRACE(a_priority);
+    Harness h(1, Tree({{"A", 0}, {"B", 0}}, 8), QueuePolicy::kTidal);
+    const Job& a1 = h.Push("A", 8, 100000, 0, a_priority);
+    ASSERT_EQ(h.Started(h.Schedule(0)), (Names{a1.name}));
+    const Job& b1 = h.Push("B", 8, 1000, 500);
+    QueuePass p = h.Schedule(500);
+    if (a_priority == 0) {
+      EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 4480}}));
+      EXPECT_EQ(h.Started(p), (Names{b1.name}));
+    } else {
+      EXPECT_TRUE(p.preempted.empty());
+      EXPECT_TRUE(p.started.empty());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tidal

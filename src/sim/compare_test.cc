@@ -180,6 +180,18 @@ TEST(CompareConfig, NegativeSeedIsAnError) {
   EXPECT_THAT(r.error().message, HasSubstr("c.yaml:4: "));
 }
 
+// Each range's upper end is in: a load of 100, a time scale of 1e6 (found by
+// mutation testing, seed 2: `x <= hi` -> `<` refused them).
+TEST(CompareConfig, TheRangesUpperEndsAreAccepted) {
+  TempDir d;
+  auto loads = ReadCompareConfig(d.Write("c.yaml", "version: 1\njobs: j.csv\nplacers: [topo]\nloads: [100]\n"));
+  ASSERT_TRUE(loads) << loads.error().message;
+  EXPECT_EQ(loads->loads, std::vector<double>{100});
+  auto scales = ReadCompareConfig(d.Write("c.yaml", "version: 1\njobs: j.csv\nplacers: [topo]\ntime_scales: [1000000]\n"));
+  ASSERT_TRUE(scales) << scales.error().message;
+  EXPECT_EQ(scales->time_scales, std::vector<double>{1e6});
+}
+
 const std::string kPhilly = std::string(TIDAL_SHARED_DIR) + "/traces/philly/pollux_philly_jobs.csv";
 const std::string kMachines = std::string(TIDAL_SHARED_DIR) + "/traces/philly/machine_list/cluster_machine_list.csv";
 
@@ -556,6 +568,27 @@ TEST(CompareTargets, TenantTargetsAverageEachPolicysSeeds) {
   ASSERT_EQ(ts.size(), 1u);
   EXPECT_DOUBLE_EQ(ts[0]["time_scale"].get<double>(), 4);
   EXPECT_FALSE(ts[0].contains("load"));
+}
+
+// The report's charts plot each placer's mean over its seeds (found by
+// mutation testing, seed 2: a seed count going down plotted negative
+// means, clamped to the axis). Comm share at one load: topo 60% and 80%
+// (mean 70), first-fit 35%. The y axis ends at 1.1 x 70 = 77 on a plot 345
+// high from y = 30: topo at 30 + 345 x (1 - 70/77) = 61.4, first-fit at
+// 30 + 345 x (1 - 35/77) = 218.2; one load, so x is the middle, 302.0.
+TEST(CompareOutputs, ChartsPlotTheMeanOverSeeds) {
+  TempDir d;
+  CompareConfig c;
+  c.name = "means";
+  c.loads = {0.5};
+  const std::string out = (d.path() / "out").string();
+  ASSERT_TRUE(WriteCompareOutputs(c, {Row("topo", 0.5, 1, 0.6, 1, 1), Row("topo", 0.5, 2, 0.8, 1, 1), Row("first-fit", 0.5, 1, 0.35, 1, 1)}, out));
+  const std::string html = Slurp(out + "/report.html");
+  const size_t chart = html.find("Communication share of step time");
+  ASSERT_NE(chart, std::string::npos);
+  const std::string comm = html.substr(chart, html.find("</svg>", chart) - chart);
+  EXPECT_THAT(comm, HasSubstr("d=\"M302.0,61.4\""));
+  EXPECT_THAT(comm, HasSubstr("d=\"M302.0,218.2\""));
 }
 
 // rows.json gives a time-scale row's load as null, an offered load as is.

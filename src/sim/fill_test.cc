@@ -95,6 +95,37 @@ TEST(FillTest, BucketsFollowTheReferenceAnalysis) {
   EXPECT_FALSE(r.alloc_pct[10].has_value());
 }
 
+// A bucket's fragmentation is the mean fragmented milli-GPU as a share of
+// the cluster: 250 and 750 milli of 10 GPUs at 1% -> 500 / 10,000 = 5%
+// (found by mutation testing, seed 2: `100 *` -> `100 /`).
+TEST(FillTest, BucketFragmentationIsAShareOfTheCluster) {
+  FillResult r;
+  r.total_gpus = 10;
+  r.samples.push_back({100, 100, 250, 0});
+  r.samples.push_back({100, 100, 750, 0});
+  BucketCurves(r);
+  ASSERT_TRUE(r.frag_pct[1].has_value());
+  EXPECT_DOUBLE_EQ(*r.frag_pct[1], 5.0);
+}
+
+// Each sample's fragmentation ratio is its fragmented milli over the idle
+// milli, in percent (found by mutation testing, seed 2: `100 *` -> `100 /`).
+TEST(FillTest, SampleFragmentationRatioIsOverTheIdleCapacity) {
+  std::vector<NodeSpec> nodes = {{"a", 16000, 65536, 2, "T4"}, {"b", 32000, 65536, 4, "T4"}};
+  std::vector<Job> trace;
+  for (int i = 0; i < 12; ++i) trace.push_back(Pod("s" + std::to_string(i), 2000, 1, 300 + 50 * i));
+  auto r = RunFill(nodes, trace, {"bestfit", 1.3, 42});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  int fragmented = 0;
+  for (const FillSample& s : r->samples) {
+    const double idle = 6000.0 - static_cast<double>(s.used_gpu_milli);
+    if (idle <= 0) continue;
+    fragmented += s.frag_milli > 0;
+    EXPECT_NEAR(s.frag_ratio_pct, 100.0 * s.frag_milli / idle, 0.011) << s.arrived_gpu_milli;
+  }
+  EXPECT_GT(fragmented, 0);
+}
+
 TEST(FillTest, SmallClusterRunIsDeterministicAndConserving) {
   std::vector<NodeSpec> nodes = {{"a", 16000, 65536, 2, "T4"}, {"b", 32000, 65536, 4, "T4"}};
   std::vector<Job> trace;

@@ -8,8 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
+#include "market/ledger.h"
 #include "market/market_config.h"
 #include "sim/queue_sim.h"
+#include "store/store.h"
 #include "tenancy/tenants_file.h"
 
 namespace tidal::sim {
@@ -162,6 +166,82 @@ TEST(MarketSim, ZombieIsNotifiedChargedAndReclaimed) {
   // Four whole fee intervals on 2 GPUs: 2 x (0.5 + 1.0 + 1.5 + 2.0).
   EXPECT_EQ(f.Of(r, "ads").hoarding_fees, 10 * kC);
   EXPECT_EQ(r.penalties, 10 * kC);
+}
+
+// Every ledger entry carries the simulated time in microseconds (found by
+// mutation testing, seeds 1 and 2: a charge's and a hoarding fee's time
+// were not checked). ads runs 4 GPUs planned for 1 h but for 2 h: the
+// charge at 3600 comes from its hold, the one at 7200 beyond it; then it
+// idles as a zombie until reclaimed, paying fees. A second run borrows 8
+// GPUs for the first hour: search, idle, gets a lending credit at 3600. The
+// ledger is kept in a file and read back.
+TEST(MarketSim, LedgerEntriesCarryTheSimulatedTime) {
+  const std::string path = ::testing::TempDir() + "/market_sim_times.db";
+  std::remove(path.c_str());
+  int64_t at = 0;
+  {
+    tenancy::TenantTree tree = Tree();
+    const auto ads = tree.Find("ads");
+    std::vector<int64_t> usage(static_cast<size_t>(tree.size()), 0);
+    usage[static_cast<size_t>(ads)] = 4000;
+    MarketSimOptions o;
+    o.store_url = "sqlite:" + path;
+    auto made = MarketSim::Make(o, tree, 16000, kT0, 48 * 3600);
+    ASSERT_TRUE(made) << made.error().ToString();
+    MarketSim& m = **made;
+    ASSERT_TRUE(m.Start(1, ads, 4000, kT0, kT0 + 3600, false));
+    ASSERT_TRUE(m.Start(2, ads, 8000, kT0, kT0 + 3600, true));
+    usage[static_cast<size_t>(ads)] = 12000;
+    for (const int64_t t : {0, 3600, 7200}) {
+      ASSERT_TRUE(m.Advance(kT0 + t));
+      if (t == 3600) {
+        ASSERT_TRUE(m.Stop(2, kT0 + t, false, 0));
+        usage[static_cast<size_t>(ads)] = 4000;
+      }
+      ASSERT_TRUE(m.Observe(kT0 + t, usage[static_cast<size_t>(ads)], usage));
+    }
+    ASSERT_TRUE(m.Idle(1, kT0 + 7200));
+    std::vector<JobId> reclaimed;
+    at = 7200;
+    while (reclaimed.empty() && at < 48 * 3600) {
+      at = m.NextWake() - kT0;
+      auto r = m.Advance(kT0 + at);
+      ASSERT_TRUE(r) << r.error().ToString();
+      reclaimed = *r;
+      ASSERT_TRUE(m.Observe(kT0 + at, 4000, usage));
+    }
+    ASSERT_EQ(reclaimed, std::vector<JobId>{1});
+    ASSERT_TRUE(m.Stop(1, kT0 + at, false, 0));
+    auto r = m.Finish();
+    ASSERT_TRUE(r) << r.error().ToString();
+    ASSERT_TRUE(r->check.ok());
+    ASSERT_GT(r->tenants[0].hoarding_fees + r->tenants[1].hoarding_fees, 0);
+  }
+  auto st = store::OpenStore("sqlite:" + path);
+  ASSERT_TRUE(st) << st.error().ToString();
+  auto ledger = market::Ledger::Open(**st);
+  ASSERT_TRUE(ledger) << ledger.error().ToString();
+  int charges = 0, fees = 0, lending = 0;
+  for (const char* account : {"ads", "search"}) {
+    auto lines = ledger->Statement(account);
+    ASSERT_TRUE(lines) << lines.error().ToString();
+    for (const market::StatementLine& l : *lines) {
+      const market::Transfer& t = l.record.transfer;
+      SCOPED_TRACE(t.id);
+      if (t.code == "grant") continue;
+      EXPECT_EQ(t.at_us % 1'000'000, 0);
+      EXPECT_GE(t.at_us, kT0 * 1'000'000);
+      EXPECT_LE(t.at_us, (kT0 + at) * 1'000'000);
+      if (t.code == "charge" && t.at_us == (kT0 + 3600) * 1'000'000) ++charges;
+      if (t.code == "charge" && t.at_us == (kT0 + 7200) * 1'000'000 && t.id.ends_with("c")) ++charges;
+      if (t.code == "hoarding_fee" && t.at_us > (kT0 + 7200) * 1'000'000) ++fees;
+      if (t.code == "lending_credit" && t.at_us == (kT0 + 3600) * 1'000'000) ++lending;
+    }
+  }
+  EXPECT_GE(charges, 2);
+  EXPECT_GT(lending, 0);
+  EXPECT_GT(fees, 0);
+  std::remove(path.c_str());
 }
 
 // The replay with zombies, with and without the market: two tenants' jobs

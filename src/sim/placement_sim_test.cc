@@ -17,6 +17,7 @@
 #include "planner/gpu.h"
 #include "planner/topology_placement.h"
 #include "sim/queue_sim.h"
+#include "tenancy/tenant_tree.h"
 #include "topology/readers/tidal_yaml.h"
 
 namespace tidal::sim {
@@ -375,6 +376,45 @@ TEST(PlacementSim, JobsCsvHasThePlacementColumns) {
   EXPECT_EQ(summary["jobs_modelled"], 1);
   EXPECT_EQ(summary["locality_leaf"], 1.0);
   std::filesystem::remove_all(dir);
+}
+
+// A preempted run gives back only the multi-leaf time it added (found by
+// mutation testing, seed 2: a run under one leaf switch counted as
+// multi-leaf there). org (32) -> A (16), B (16) on the fat tree, tidal: A's
+// four 8-GPU jobs fill it from 0 (A borrows 16); B's b1 (8) reclaims one at
+// 10. Every run stays on one host under one leaf: the multi-leaf share is
+// 0, not negative.
+TEST(PlacementSim, APreemptedOneLeafRunLeavesTheMultiLeafShareAtZero) {
+  std::vector<tenancy::TenantSpec> specs;
+  tenancy::TenantSpec root{.name = "org"};
+  root.quotas.push_back({"gpu", tenancy::Quota{.nominal = 32000}});
+  specs.push_back(root);
+  for (const char* n : {"A", "B"}) {
+    tenancy::TenantSpec t{.name = n, .parent = "org"};
+    t.quotas.push_back({"gpu", tenancy::Quota{.nominal = 16000}});
+    specs.push_back(t);
+  }
+  auto tree = tenancy::TenantTree::Build(specs);
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;
+  std::vector<Job> jobs;
+  for (JobId id = 1; id <= 4; ++id) {
+    jobs.push_back(MakeJob(id, 0, 8, 10000));
+    jobs.back().group = "A";
+  }
+  jobs.push_back(MakeJob(5, 10, 8, 100));
+  jobs.back().group = "B";
+  QueueSimOptions o = Opts("topo");
+  o.queue = QueuePolicy::kTidal;
+  o.tenant_tree = std::make_shared<const tenancy::TenantTree>(std::move(*tree));
+  const QueueSimResult r = Replay(jobs, o);
+  EXPECT_EQ(r.preemptions, 1);
+  EXPECT_EQ(Rec(r, 5).start_s, 10);
+  for (const QueueJobRecord& j : r.jobs) {
+    EXPECT_EQ(j.nodes, 1) << j.id;
+    EXPECT_EQ(j.switches, 1) << j.id;
+  }
+  EXPECT_EQ(r.locality_leaf, 0);
+  EXPECT_EQ(r.locality_node, 0);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include "sim/queue_sim.h"
 
 #include <filesystem>
+#include <fstream>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -165,6 +167,24 @@ TEST(QueueSim, EqualTimesFinishBeforeArrivalsAndZeroDurationJobs) {
   EXPECT_EQ(Rec(r, 2).finish_s, 13);
   EXPECT_EQ(Rec(r, 3).start_s, 13);
   EXPECT_EQ(r.queue_delay_s.mean, 0);
+}
+
+// The run's shares at their smallest spans (found by mutation testing, seed
+// 2). One 4-GPU node: j0 (3 GPUs, 1 s) and j1 (2 GPUs, 5 s) at 0: j1 waits
+// exactly [0, 1), with 1 GPU idle and stranded (j1 needs 2): both shares 1/4
+// of that second; someone waits 1 s of the 6. A run whose only job takes 0 s
+// has a makespan of 0 and its shares stay 0 (not 0/0).
+TEST(QueueSim, SharesOverOneSecondOfWaitingAndOverNoTime) {
+  const QueueSimResult r = Replay(OneNode(4), {MakeJob(0, 0, 3, 1), MakeJob(1, 0, 2, 5)}, QueuePolicy::kFifo);
+  EXPECT_EQ(Rec(r, 1).start_s, 1);
+  EXPECT_EQ(r.makespan_s, 6);
+  EXPECT_DOUBLE_EQ(r.idle_gpu_share_while_waiting, 0.25);
+  EXPECT_DOUBLE_EQ(r.stranded_gpu_share, 0.25);
+  EXPECT_DOUBLE_EQ(r.waiting_time_share, 1.0 / 6);
+  const QueueSimResult z = Replay(OneNode(4), {MakeJob(0, 0, 4, 0)}, QueuePolicy::kFifo);
+  EXPECT_EQ(z.makespan_s, 0);
+  EXPECT_EQ(z.allocation_rate, 0);
+  EXPECT_EQ(z.waiting_time_share, 0);
 }
 
 TEST(QueueSim, UnresolvableJobsAreReportedAndExcluded) {
@@ -556,6 +576,43 @@ TEST(QueueSimEstimates, FModelIsSeededAndNeverUnderestimates) {
 
 // --- Found by mutation testing (issue 11) ----------------------------------
 
+// The f-model's estimates lie in [d, F x d]: with F 2 a 100 s job is
+// estimated 100..200 s, which a blocked head's reservation shows (seed 2: a
+// factor drawn from [1, 1 + F) went past F x d). One 4-GPU node: j0 (4
+// GPUs, 100 s) at 0, j1 (4 GPUs) at 1 is reserved at j0's estimated end,
+// for every seed.
+TEST(QueueSimEstimates, FModelEstimatesStayWithinTheFactor) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE(seed);
+    QueueSimOptions o;
+    o.queue = QueuePolicy::kFifoBackfill;
+    o.estimate = "f-model:2";
+    o.seed = seed;
+    auto r = RunQueueSim(OneNode(4), {MakeJob(0, 0, 4, 100), MakeJob(1, 1, 4, 10), MakeJob(2, 2, 4, 10)}, o);
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    const int64_t reserved = Rec(*r, 1).reserved_s;
+    EXPECT_GE(reserved, 100);
+    EXPECT_LE(reserved, 200);
+  }
+}
+
+// A reservation at time 0 is one (times may be negative): jobs.csv writes
+// it, not an empty field (seed 2: `>= 0` -> `> 0`). j0 (4 GPUs) runs
+// [-10, 0); j1, blocked from -5, is reserved at 0.
+TEST(QueueSim, AReservationAtTimeZeroIsWritten) {
+  const QueueSimResult r = Replay(OneNode(4), {MakeJob(0, -10, 4, 10), MakeJob(1, -5, 4, 5), MakeJob(2, -4, 4, 5)},
+                                  QueuePolicy::kFifoBackfill);
+  ASSERT_EQ(Rec(r, 1).reserved_s, 0);
+  const std::string dir = (std::filesystem::temp_directory_path() / fmt::format("tidal_qsim_res0_{}", ::getpid())).string();
+  ASSERT_TRUE(WriteQueueSimOutputs(r, dir));
+  std::ifstream in(dir + "/jobs.csv");
+  std::string line, row;
+  while (std::getline(in, line))
+    if (line.starts_with("1,")) row = line;
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(row.starts_with("1,j1,4,1000,-5,0,5,5,10,0,")) << row;  // ... jct_s, reserved_s, nodes
+}
+
 // A node with exactly 1 milli-GPU idle: stranded unless a waiting shape can
 // use it (a 500-milli shape cannot).
 TEST(StrandedTracker, OneIdleMilliIsStranded) {
@@ -679,6 +736,39 @@ TEST(QueueSimTenants, WaitingFromArrivalInsideTheFloorIsAViolation) {
   EXPECT_EQ(Rec(*r, 3).start_s, 1000);
   EXPECT_GE(r->guarantee_violations, 1);
   EXPECT_NEAR(r->guarantee_violation_hours, 990.0 / 3600, 1e-9);
+}
+
+// A preempted run gives back only the multi-node time it added (a one-node
+// run counted as multi-node there would make the share negative; the
+// multi-leaf twin of this mutant, found by mutation testing, seed 2, is
+// PlacementSim.APreemptedOneLeafRunLeavesTheMultiLeafShareAtZero).
+// org (8) -> A (4), B (4) on one 8-GPU node, tidal: A's a1 (8 GPUs) borrows
+// from 0; B's b1 (4) reclaims its floor at 10. No run spans nodes: the
+// multi-node share is 0, not negative.
+TEST(QueueSimTenants, APreemptedOneNodeRunLeavesTheMultiNodeShareAtZero) {
+  std::vector<tenancy::TenantSpec> specs;
+  tenancy::TenantSpec root{.name = "org"};
+  root.quotas.push_back({"gpu", tenancy::Quota{.nominal = 8000}});
+  specs.push_back(root);
+  for (const char* n : {"A", "B"}) {
+    tenancy::TenantSpec s{.name = n, .parent = "org"};
+    s.quotas.push_back({"gpu", tenancy::Quota{.nominal = 4000}});
+    specs.push_back(s);
+  }
+  auto tree = tenancy::TenantTree::Build(specs);
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;
+  std::vector<Job> jobs = {MakeJob(1, 0, 8, 10000), MakeJob(2, 10, 4, 100)};
+  jobs[0].group = "A";
+  jobs[1].group = "B";
+  QueueSimOptions o;
+  o.policy = "bestfit";
+  o.queue = QueuePolicy::kTidal;
+  o.tenant_tree = std::make_shared<const tenancy::TenantTree>(std::move(*tree));
+  auto r = RunQueueSim(OneNode(8), jobs, o);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_EQ(Rec(*r, 1).preemptions, 1);
+  EXPECT_EQ(Rec(*r, 2).start_s, 10);
+  EXPECT_EQ(r->locality_node, 0);
 }
 
 }  // namespace

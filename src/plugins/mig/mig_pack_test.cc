@@ -146,6 +146,32 @@ TEST(MigPack, NodesWithoutTheCpuOrMemoryAreSkipped) {
   EXPECT_EQ(g.Where(g.Mig("1g.10gb")), "1/0/1g.10gb@6");
 }
 
+// Exactly the CPU or the memory asked is enough: n0 (the fuller node) has
+// 1000 milli-CPU, then 1024 MiB, just what the job asks (found by mutation
+// testing, seed 2: `<` -> `<=` skipped it).
+TEST(MigPack, ANodeWithExactlyTheCpuOrMemoryAskedIsACandidate) {
+  for (const bool cpu : {true, false}) {
+    SCOPED_TRACE(cpu ? "cpu" : "memory");
+    Fixture f("pack", {{"n0", cpu ? 1000 : 64000, cpu ? 1 << 20 : 1024, 1, "H100"}, {"n1", 64000, 1 << 20, 2, "H100"}});
+    EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "0/0/1g.10gb@6");
+  }
+}
+
+// A MIG job goes only to the GPU models it allows, though another model has
+// the same profile: n0 (A100 80 GB, the fuller node, with 1g.10gb too) is
+// skipped for a job that asks for H100 (found by mutation testing, seed 2:
+// `||` -> `&&` took n0).
+TEST(MigPack, AJobGoesOnlyToTheModelsItAllows) {
+  for (const char* placer : {"pack", "first-fit"}) {
+    SCOPED_TRACE(placer);
+    Fixture f(placer, {{"n0", 64000, 1 << 20, 1, "A100-80GB"}, {"n1", 64000, 1 << 20, 2, "H100"}});
+    f.Mig("1g.10gb");
+    Job& j = f.jobs.back();
+    j.gpu_spec = {"H100"};
+    EXPECT_EQ(f.Where(j).substr(0, 4), "1/0/");
+  }
+}
+
 TEST(MigPack, ReserveAndUnreserveAreIdempotent) {
   MigPack p;
   ClusterState c = *ClusterState::Build({{"n0", 64000, 1 << 20, 1, "H100"}});
