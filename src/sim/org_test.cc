@@ -17,52 +17,19 @@
 #include "planner/search.h"
 #include "sim/org.h"
 #include "sim/queue_sim.h"
-#include "topology/readers/tidal_yaml.h"
+#include "sim/test_fat_tree.h"
 
 namespace tidal::sim {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::FatTree;
+using testing::MakeJob;
 namespace fs = std::filesystem;
-
-constexpr const char* kFatTree = R"(version: 1
-links:
-  leaf: {gbps: 50, latency_us: 5, hops: 1, oversubscription: 2}
-  spine: {gbps: 50, latency_us: 8.1, hops: 3}
-host_types:
-  hgx: {gpus: 8, nvlink: true, link: {gbps: 450, latency_us: 3, hops: 1}}
-root:
-  level: spine
-  name: spine
-  children:
-    - level: leaf
-      names: leaf[1-2]
-      hosts: h[1-4]
-      host_type: hgx
-)";
-
-std::shared_ptr<const topo::Topology> FatTree() {
-  auto t = topo::ReadTidalYaml(kFatTree, "fat.yaml");
-  EXPECT_TRUE(t) << t.error().message;
-  return std::make_shared<const topo::Topology>(std::move(*t));
-}
 
 std::vector<NodeSpec> Nodes() {
   return {{"h1", 64000, 262144, 8, "H100"}, {"h2", 64000, 262144, 8, "H100"},
           {"h3", 64000, 262144, 8, "H100"}, {"h4", 64000, 262144, 8, "H100"}};
-}
-
-Job MakeJob(JobId id, int64_t submit, int32_t gpus, int64_t duration) {
-  Job j;
-  j.id = id;
-  j.name = fmt::format("j{}", id);
-  j.source = fmt::format("test:{}", id);
-  j.num_gpu = gpus;
-  j.gpu_milli = kMilliPerGpu;
-  j.single_node = false;
-  j.submit_time_s = submit;
-  j.duration_s = duration;
-  return j;
 }
 
 WorkloadModel Model(const std::string& strategy, const std::string& one_gpu) {
