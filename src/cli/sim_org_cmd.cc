@@ -64,7 +64,10 @@ void RegisterSimOrgCommand(CLI::App& sim) {
   auto* c = sim.add_subcommand("org", "The organisation before tidal and with it, lever by lever: training MFU, communication "
                                       "share, queueing and idle GPUs on one simulated fleet (docs/org.md)");
   c->add_option("--config", args->config, "org config (YAML); default: data/org/default.yaml");
-  c->add_option("--limit", args->limit, "replay only the first N jobs (overrides the config's limit)");
+  c->add_option("--limit", args->limit, "replay only the first N jobs (overrides the config's limit; 0 = all)")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return !v.empty() && v[0] == '-' ? std::string("a job count, 0 or more") : std::string(); },
+          "N >= 0"));
   c->add_flag("--json", args->json, "print {\"before\", \"after\", \"ablations\", \"targets\", \"config\"}");
   c->add_option("--out", args->out, "also write report.html (plots), summary.json, figures.csv and jobs_mfu.csv here");
   c->add_option("--threads", args->threads, "replays run at once (0 = one per core)")->capture_default_str();

@@ -10,6 +10,7 @@
 
 #include "sim/metrics.h"
 #include "sim/queue_sim.h"
+#include "sim/test_fat_tree.h"
 #include "topology/readers/tidal_yaml.h"
 
 namespace tidal::sim {
@@ -217,26 +218,11 @@ RC_GTEST_PROP(StartEstimateProperty, ExactEstimateIsTheActualStartWithoutLaterAr
   ExpectExactEstimatesAreActualStarts(nodes, jobs, o);
 }
 
-constexpr const char* kFatTree = R"(version: 1
-links:
-  leaf: {gbps: 50, latency_us: 5, hops: 1, oversubscription: 2}
-  spine: {gbps: 50, latency_us: 8.1, hops: 3}
-host_types:
-  hgx: {gpus: 8, nvlink: true, link: {gbps: 450, latency_us: 3, hops: 1}}
-root:
-  level: spine
-  name: spine
-  children:
-    - level: leaf
-      names: leaf[1-2]
-      hosts: h[1-4]
-      host_type: hgx
-)";
 
 // The same on a fat tree with the topology placer, where multi-GPU jobs run
 // longer on worse placements (the run-time hook) and may wait for compact ones.
 RC_GTEST_PROP(StartEstimateProperty, ExactEstimateIsTheActualStartOnATopology, ()) {
-  auto t = topo::ReadTidalYaml(kFatTree, "fat.yaml");
+  auto t = topo::ReadTidalYaml(testing::kFatTree, "fat.yaml");
   RC_ASSERT(t.has_value());
   const std::vector<NodeSpec> nodes = {{"h1", 64000, 262144, 8, "H100"}, {"h2", 64000, 262144, 8, "H100"},
                                        {"h3", 64000, 262144, 8, "H100"}, {"h4", 64000, 262144, 8, "H100"}};
