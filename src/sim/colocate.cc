@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <optional>
 #include <unordered_map>
 
 #include "inference/forecast.h"
 #include "plugins/registry.h"
 #include "scheduler/tenant_queue.h"
+#include "sim/inference_fleets.h"
 #include "sim/placement_cost.h"
 #include "sim/replay.h"
 #include "sim/workload_input.h"
@@ -17,62 +17,7 @@ namespace tidal::sim {
 
 namespace {
 
-constexpr JobId kReplicaIdBase = 1'000'000'000;
-constexpr int32_t kInferencePriority = 1000;
 constexpr int64_t kMinute = 60;
-
-// One service's replicas in one run.
-struct Fleet {
-  const inference::Service* svc = nullptr;
-  Job shape;                                  // the replica template
-  double gpus_per_replica = 1;
-  std::vector<JobId> running;                 // in start order
-  std::unordered_map<JobId, int64_t> ready_at;
-  int64_t waiting = 0;
-  std::optional<inference::Autoscaler> scaler;
-  int fixed_day = 0, fixed_night = 0;         // static: both the peak; lyra: day / night peaks
-  int64_t met = 0, minutes = 0;
-  std::vector<int64_t> missed_by_day;
-  double replica_minutes = 0;
-  int max_replicas = 0;
-};
-
-double Demand(const Fleet& f, int64_t offset_s) { return inference::RateAt(f.svc->demand, offset_s); }
-int Need(const Fleet& f, double rate) { return inference::ReplicasNeeded(*f.svc, rate); }
-bool IsDay(const ColocateConfig& c, int64_t offset_s) {
-  const int64_t hour = (offset_s % 86400) / 3600;
-  return hour >= c.day_start_hour && hour < c.day_end_hour;
-}
-
-Result<Job> ReplicaShape(const inference::Service& s, const ClusterState& cluster, int64_t horizon_s) {
-  Job j;
-  j.name = s.name;
-  j.group = "inference";
-  j.priority = kInferencePriority;
-  j.single_node = true;
-  j.duration_s = 10 * horizon_s;  // replicas end when scaled in, never by themselves
-  j.source = fmt::format("service '{}'", s.name);
-  if (s.shape == "gpu") {
-    j.num_gpu = 1;
-    j.gpu_milli = kMilliPerGpu;
-  } else if (s.shape.starts_with("tp")) {
-    j.num_gpu = std::atoi(s.shape.c_str() + 2);
-    j.gpu_milli = kMilliPerGpu;
-  } else {
-    const mig::Geometry* g = nullptr;
-    for (NodeId n = 0; n < cluster.num_nodes() && !g; ++n)
-      if (cluster.gpu_count(n) > 0) g = mig::FindGeometry(cluster.models().Name(cluster.gpu_model(n)));
-    const int p = g ? g->FindProfile(s.shape) : -1;
-    if (p < 0)
-      return MakeError(ErrorCode::kInvalidArgument, "service '{}': replica shape '{}' is not a MIG profile of this fleet's GPUs", s.name,
-                       s.shape);
-    j.num_gpu = 1;
-    j.gpu_milli = MigMilli(g->profile(p).compute);
-    j.mig_profile = s.shape;
-  }
-  if (j.num_gpu <= 0) return MakeError(ErrorCode::kInvalidArgument, "service '{}': bad replica shape '{}'", s.name, s.shape);
-  return j;
-}
 
 class Run {
  public:
@@ -85,8 +30,6 @@ class Run {
   Status Setup();
   Status Batch(int64_t now, std::vector<const Job*>& arrivals);  // one event batch (tick or not)
   void Integrate(int64_t now);
-  Status Scale(int64_t now, int64_t offset_s);
-  size_t ScaleInVictim(const Fleet& f, int64_t now) const;
   void Snapshot(int64_t hour);
 
   const ColocateConfig& c_;
@@ -96,12 +39,9 @@ class Run {
   std::unique_ptr<PlannerPlacementCost> cost_;
   std::unique_ptr<Replay> replay_;
   TenantQueue* queue_ = nullptr;
-  std::vector<Fleet> fleets_;
-  std::deque<Job> replicas_;
-  std::unordered_map<JobId, size_t> fleet_of_;
+  std::optional<InferenceFleets> fleets_;
   std::unordered_map<JobId, int64_t> first_start_;
   int64_t t0_ = 0, prev_ = 0;
-  double inference_gpus_ = 0;
   double mig_idle_gpu_s_ = 0;
   double alloc_gpu_s_ = 0, training_gpu_s_ = 0, inference_gpu_s_ = 0, lost_gpu_s_ = 0;
   bool notice_ = false;
@@ -115,39 +55,6 @@ Status Run::Setup() {
     cost_ = std::make_unique<PlannerPlacementCost>(cluster, WorkloadModel::Default());
     for (Job& j : training_)
       if (j.num_gpu > 1 && j.gpu_milli == kMilliPerGpu) j.tp_group = cost_->TensorParallel(j.num_gpu);
-  }
-  const int64_t horizon = c_.days * 86400;
-  for (const inference::Service& s : c_.services) {
-    Fleet f;
-    f.svc = &s;
-    f.missed_by_day.assign(static_cast<size_t>(c_.days), 0);
-    TIDAL_ASSIGN_OR_RETURN(f.shape, ReplicaShape(s, cluster, horizon));
-    f.gpus_per_replica = f.shape.IsMig() ? s.gpus_per_replica : f.shape.num_gpu;
-    int peak = 0, day = 0, night = 0;
-    for (int64_t off = 0; off < horizon; off += kMinute) {
-      const int need = Need(f, Demand(f, off));
-      peak = std::max(peak, need);
-      int& window = IsDay(c_, off) ? day : night;
-      window = std::max(window, need);
-    }
-    if (policy_ == ColocatePolicy::kStatic) f.fixed_day = f.fixed_night = peak;
-    if (policy_ == ColocatePolicy::kLyra) f.fixed_day = day, f.fixed_night = night;
-    if (policy_ == ColocatePolicy::kReactive || policy_ == ColocatePolicy::kTidal) {
-      inference::AutoscalerConfig a;
-      a.goodput_rps = s.goodput_rps;
-      a.headroom = s.headroom;
-      a.min_replicas = s.min_replicas;
-      a.lead_s = policy_ == ColocatePolicy::kTidal ? c_.lead_s : 0;
-      a.error_quantile = policy_ == ColocatePolicy::kTidal ? c_.error_quantile : 0;
-      a.error_window_s = c_.error_window_s;
-      a.error_tod_s = c_.error_tod_s;
-      a.error_of_window_max = c_.error_of_window_max;
-      a.error_margin_max = c_.error_margin_max;
-      a.cooldown_s = c_.cooldown_s;
-      TIDAL_ASSIGN_OR_RETURN(inference::Autoscaler sc, inference::Autoscaler::Create(a, kMinute));
-      f.scaler.emplace(std::move(sc));
-    }
-    fleets_.push_back(std::move(f));
   }
   ReplaySetup setup{.placer = c_.topology ? "topo" : "bestfit",
                     .mig_placer = policy_ == ColocatePolicy::kReactive ? "first-fit" : "pack",
@@ -163,6 +70,28 @@ Status Run::Setup() {
   o.checkpoint_interval_s = c_.checkpoint_interval_s;
   o.restart_penalty_s = c_.restart_penalty_s;
   t0_ = prev_ = training_.empty() ? 0 : *training_.front().submit_time_s;
+  InferenceFleetsOptions f{.mode = policy_ == ColocatePolicy::kStatic   ? ScalingMode::kPeak
+                                   : policy_ == ColocatePolicy::kLyra   ? ScalingMode::kDayNight
+                                   : policy_ == ColocatePolicy::kReactive ? ScalingMode::kReactive
+                                                                          : ScalingMode::kForecast,
+                           .horizon_s = c_.days * 86400,
+                           .startup_s = c_.startup_s,
+                           .checkpoint_write_s = c_.checkpoint_write_s,
+                           .mig_create_s = c_.mig_create_s,
+                           .mig_mode_s = c_.mig_mode_s,
+                           .lead_s = c_.lead_s,
+                           .cooldown_s = c_.cooldown_s,
+                           .error_quantile = c_.error_quantile,
+                           .error_window_s = c_.error_window_s,
+                           .error_tod_s = c_.error_tod_s,
+                           .error_of_window_max = c_.error_of_window_max,
+                           .error_margin_max = c_.error_margin_max,
+                           .day_start_hour = c_.day_start_hour,
+                           .day_end_hour = c_.day_end_hour,
+                           .emptiest_first = policy_ == ColocatePolicy::kTidal,
+                           .notice = policy_ == ColocatePolicy::kTidal};
+  TIDAL_ASSIGN_OR_RETURN(InferenceFleets fl, InferenceFleets::Make(c_.services, cluster, std::move(f), t0_));
+  fleets_.emplace(std::move(fl));
   TIDAL_ASSIGN_OR_RETURN(replay_, Replay::Make(std::move(cluster), std::move(setup), t0_));
   queue_ = dynamic_cast<TenantQueue*>(&replay_->queue());
   return Ok();
@@ -174,55 +103,9 @@ void Run::Integrate(int64_t now) {
   const double in_use = replay_->cluster().gpus_in_use();
   alloc_gpu_s_ += in_use * dt;
   mig_idle_gpu_s_ += static_cast<double>(replay_->cluster().mig_idle_compute()) / mig::kComputeSlices * dt;
-  inference_gpu_s_ += inference_gpus_ * dt;
-  training_gpu_s_ += std::max(0.0, in_use - inference_gpus_) * dt;
+  inference_gpu_s_ += fleets_->gpus() * dt;
+  training_gpu_s_ += std::max(0.0, in_use - fleets_->gpus()) * dt;
   prev_ = now;
-}
-
-size_t Run::ScaleInVictim(const Fleet& f, int64_t now) const {
-  return ChooseScaleInVictim(f.running, f.ready_at, now, replay_->cluster(), policy_ == ColocatePolicy::kTidal);
-}
-
-// Replica targets for the minute starting at offset_s, and the scaling.
-Status Run::Scale(int64_t now, int64_t offset_s) {
-  bool forecast_driven = false;
-  for (size_t i = 0; i < fleets_.size(); ++i) {
-    Fleet& f = fleets_[i];
-    int target = 0;
-    if (f.scaler) {
-      // The autoscaler has seen the minute that just ended.
-      const double seen = offset_s >= kMinute ? Demand(f, offset_s - kMinute) : Demand(f, 0);
-      TIDAL_ASSIGN_OR_RETURN(target, f.scaler->Step(now - kMinute, seen));
-      if (f.scaler->last_forecast_need() > f.scaler->last_reactive_need()) forecast_driven = true;
-    } else {
-      target = IsDay(c_, offset_s) ? f.fixed_day : f.fixed_night;
-    }
-    const int64_t have = static_cast<int64_t>(f.running.size()) + f.waiting;
-    for (int64_t k = have; k < target; ++k) {
-      Job j = f.shape;
-      j.id = kReplicaIdBase + static_cast<JobId>(replicas_.size());
-      j.name = fmt::format("{}-r{}", f.svc->name, replicas_.size());
-      j.submit_time_s = now;
-      replicas_.push_back(std::move(j));
-      fleet_of_[replicas_.back().id] = i;
-      std::vector<UnresolvableJob> rejected;
-      TIDAL_RETURN_IF_ERROR(replay_->Arrive(replicas_.back(), rejected));
-      if (!rejected.empty()) return MakeError(ErrorCode::kUnresolvable, "{}: {}", f.svc->name, rejected.front().reason);
-      ++f.waiting;
-    }
-    for (int64_t k = target; k < have && !f.running.empty(); ++k) {
-      const size_t v = ScaleInVictim(f, now);
-      const JobId id = f.running[v];
-      f.running.erase(f.running.begin() + static_cast<std::ptrdiff_t>(v));
-      f.ready_at.erase(id);
-      inference_gpus_ -= f.gpus_per_replica;
-      TIDAL_RETURN_IF_ERROR(replay_->EndNow(id, now));
-    }
-  }
-  // The ladder: a scale-out the forecast asked for preempts with notice;
-  // one the observed demand forces (a surprise) preempts at once.
-  notice_ = policy_ == ColocatePolicy::kTidal && forecast_driven;
-  return Ok();
 }
 
 Status Run::Batch(int64_t now, std::vector<const Job*>& arrivals) {
@@ -238,27 +121,20 @@ Status Run::Batch(int64_t now, std::vector<const Job*>& arrivals) {
   // When a new replica serves: its start, its model load, the victims'
   // checkpoint write when it preempted with notice, and a MIG
   // reconfiguration in this pass (charged to every MIG replica of the pass).
-  int64_t mig_delay = 0;
-  if (after.mode_changes > before.mode_changes) mig_delay = c_.mig_mode_s;
-  else if (after.instances_created > before.instances_created) mig_delay = c_.mig_create_s;
-  const int64_t notice_delay = notice_ && !pass.preempted.empty() ? c_.checkpoint_write_s : 0;
+  const bool notice_preempted = notice_ && !pass.preempted.empty();
   for (const PreemptedJob& v : pass.preempted) {
+    if (fleets_->Owns(v.job->id)) fleets_->Preempted(v.job->id);
     ++row_.preemptions;
     row_.preemptions_with_notice += notice_;
     lost_gpu_s_ += static_cast<double>(v.lost_gpu_s);
   }
   for (const Job* j : pass.started) {
-    auto fi = fleet_of_.find(j->id);
-    if (fi == fleet_of_.end()) {
+    if (!fleets_->Owns(j->id)) {
       first_start_.try_emplace(j->id, now);
       continue;
     }
-    Fleet& f = fleets_[fi->second];
-    --f.waiting;
-    f.running.push_back(j->id);
-    // The fleet exists before the run: replicas placed at its start serve at once.
-    f.ready_at[j->id] = now == t0_ ? now : now + c_.startup_s + notice_delay + (j->IsMig() ? mig_delay : 0);
-    inference_gpus_ += f.gpus_per_replica;
+    fleets_->Started(*j, now, after.instances_created > before.instances_created, after.mode_changes > before.mode_changes,
+                     notice_preempted);
   }
   TIDAL_RETURN_IF_ERROR(replay_->ReleaseIdleMig());
   return Ok();
@@ -301,31 +177,19 @@ Result<ColocateRow> Run::Go(const std::function<void(const ColocateProgress&)>& 
     Integrate(tick);
     if (m == minutes) break;
     if (m % 60 == 0) Snapshot(m / 60);
-    const int64_t offset = m * kMinute;
-    TIDAL_RETURN_IF_ERROR(Scale(tick, offset));
+    std::vector<const Job*> replicas;
+    TIDAL_RETURN_IF_ERROR(fleets_->Scale(*replay_, replicas));
+    notice_ = fleets_->notice();
     const int64_t now = replay_->NextBatch(tick);
     if (now != tick) return MakeError(ErrorCode::kInternal, "colocate: batch at {} instead of the tick {}", now, tick);
     while (next < training_.size() && *training_[next].submit_time_s == now) arrivals.push_back(&training_[next++]);
     TIDAL_RETURN_IF_ERROR(Batch(now, arrivals));
     // SLO for this minute: replicas serving by its start.
-    for (Fleet& f : fleets_) {
-      int64_t ready = 0;
-      for (JobId id : f.running) ready += f.ready_at.at(id) <= tick;
-      ++f.minutes;
-      const bool met = static_cast<double>(ready) * f.svc->goodput_rps >= Demand(f, offset) - 1e-9;
-      f.met += met;
-      if (!met) ++f.missed_by_day[static_cast<size_t>(m / 1440)];
-      f.replica_minutes += static_cast<double>(f.running.size());
-      f.max_replicas = std::max(f.max_replicas, static_cast<int>(f.running.size()));
-    }
+    fleets_->EndMinute();
     if (progress && m % 1440 == 0) progress({row_.policy, m, minutes});
   }
   const double days = static_cast<double>(c_.days);
-  for (const Fleet& f : fleets_) {
-    row_.services.push_back({f.svc->name, f.minutes ? static_cast<double>(f.met) / static_cast<double>(f.minutes) : 0, f.minutes,
-                             f.minutes ? f.replica_minutes / static_cast<double>(f.minutes) : 0, f.max_replicas,
-                             f.replica_minutes * f.gpus_per_replica / 60.0, f.missed_by_day});
-  }
+  row_.services = fleets_->Results();
   double delay_sum = 0;
   for (const Job& j : training_) {
     if (auto it = first_start_.find(j.id); it != first_start_.end()) {
@@ -348,25 +212,6 @@ Result<ColocateRow> Run::Go(const std::function<void(const ColocateProgress&)>& 
 }
 
 }  // namespace
-
-size_t ChooseScaleInVictim(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at, int64_t now,
-                           const ClusterState& c, bool emptiest_first) {
-  size_t best = running.size() - 1;
-  double best_key = 0;
-  for (size_t i = running.size(); i-- > 0;) {
-    const JobId id = running[i];
-    const bool serving = ready_at.at(id) <= now;
-    double key = serving ? 1e9 : 0;  // lower = ended first
-    if (serving && emptiest_first) {
-      if (const Placement* p = c.FindAllocation(id); p && !p->assignments.empty()) {
-        const NodeAssignment& a = p->assignments[0];
-        key = !a.mig.empty() ? c.mig_device(a.node, a.mig[0].gpu)->BusyCompute() : -c.free_whole_gpus(a.node);
-      }
-    }
-    if (i == running.size() - 1 || key < best_key) best = i, best_key = key;
-  }
-  return best;
-}
 
 Result<ColocateResult> RunColocate(const ColocateConfig& config, const std::function<void(const ColocateProgress&)>& progress) {
   if (config.days <= 0 || config.days > 366) return MakeError(ErrorCode::kInvalidArgument, "colocate: days must be in [1, 366]");

@@ -48,6 +48,7 @@
 #include "cluster/cluster_state.h"
 #include "common/result.h"
 #include "inference/service.h"
+#include "sim/inference_fleets.h"
 #include "topology/topology.h"
 #include "workload/job.h"
 
@@ -91,16 +92,6 @@ struct ColocateConfig {
 // to the file.
 Result<ColocateConfig> ReadColocateConfig(const std::string& path);
 
-struct ServiceResult {
-  std::string name;
-  double slo_minutes_met = 0;  // share of minutes
-  int64_t minutes = 0;
-  double mean_replicas = 0;
-  int max_replicas = 0;
-  double gpu_hours = 0;        // replicas x their GPU cost, over the run
-  std::vector<int64_t> missed_by_day;  // minutes without enough SLO capacity, per day
-};
-
 // Per hour: GPUs in MIG mode and held instances per profile name.
 struct MigHour {
   int64_t hour = 0;
@@ -137,15 +128,6 @@ struct ColocateProgress {
   std::string policy;
   int64_t minute = 0, minutes = 0;
 };
-
-// Which replica a scale-in ends, an index into `running` (start order). Like
-// Kubernetes' ReplicaSet scale-down, one not serving yet (ready_at > now)
-// goes first, then the newest; with emptiest_first (tidal), among serving
-// ones the replica whose GPU holds the fewest busy MIG compute slices, or
-// whose node has the most free whole GPUs, so that GPUs drain and return
-// to training whole. Ties go to the newest.
-size_t ChooseScaleInVictim(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at, int64_t now,
-                           const ClusterState& cluster, bool emptiest_first);
 
 Result<ColocateResult> RunColocate(const ColocateConfig& config, const std::function<void(const ColocateProgress&)>& progress = {});
 nlohmann::json ColocateJson(const ColocateResult& r);

@@ -1,0 +1,222 @@
+#include "sim/inference_fleets.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "mig/geometry.h"
+#include "sim/replay.h"
+
+namespace tidal::sim {
+
+namespace {
+constexpr int64_t kMinute = 60;
+}  // namespace
+
+Result<Job> ReplicaShape(const inference::Service& s, const ClusterState& cluster, int64_t horizon_s) {
+  Job j;
+  j.name = s.name;
+  j.group = "inference";
+  j.priority = InferenceFleets::kPriority;
+  j.single_node = true;
+  j.duration_s = 10 * horizon_s;  // replicas end when scaled in, never by themselves
+  j.source = fmt::format("service '{}'", s.name);
+  if (s.shape == "gpu") {
+    j.num_gpu = 1;
+    j.gpu_milli = kMilliPerGpu;
+  } else if (s.shape.starts_with("tp")) {
+    j.num_gpu = std::atoi(s.shape.c_str() + 2);
+    j.gpu_milli = kMilliPerGpu;
+  } else {
+    const mig::Geometry* g = nullptr;
+    for (NodeId n = 0; n < cluster.num_nodes() && !g; ++n)
+      if (cluster.gpu_count(n) > 0) g = mig::FindGeometry(cluster.models().Name(cluster.gpu_model(n)));
+    const int p = g ? g->FindProfile(s.shape) : -1;
+    if (p < 0)
+      return MakeError(ErrorCode::kInvalidArgument, "service '{}': replica shape '{}' is not a MIG profile of this fleet's GPUs", s.name,
+                       s.shape);
+    j.num_gpu = 1;
+    j.gpu_milli = MigMilli(g->profile(p).compute);
+    j.mig_profile = s.shape;
+  }
+  if (j.num_gpu <= 0) return MakeError(ErrorCode::kInvalidArgument, "service '{}': bad replica shape '{}'", s.name, s.shape);
+  return j;
+}
+
+size_t ChooseScaleInVictim(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at, int64_t now,
+                           const ClusterState& c, bool emptiest_first) {
+  size_t best = running.size() - 1;
+  double best_key = 0;
+  for (size_t i = running.size(); i-- > 0;) {
+    const JobId id = running[i];
+    const bool serving = ready_at.at(id) <= now;
+    double key = serving ? 1e9 : 0;  // lower = ended first
+    if (serving && emptiest_first) {
+      if (const Placement* p = c.FindAllocation(id); p && !p->assignments.empty()) {
+        const NodeAssignment& a = p->assignments[0];
+        key = !a.mig.empty() ? c.mig_device(a.node, a.mig[0].gpu)->BusyCompute() : -c.free_whole_gpus(a.node);
+      }
+    }
+    if (i == running.size() - 1 || key < best_key) best = i, best_key = key;
+  }
+  return best;
+}
+
+bool InferenceFleets::IsDay(int64_t offset_s) const {
+  const int64_t hour = (offset_s % 86400) / 3600;
+  return hour >= options_.day_start_hour && hour < options_.day_end_hour;
+}
+
+Result<InferenceFleets> InferenceFleets::Make(const std::vector<inference::Service>& services, const ClusterState& cluster,
+                                              InferenceFleetsOptions o, int64_t t0) {
+  if (o.horizon_s <= 0) return MakeError(ErrorCode::kInvalidArgument, "inference: the horizon must be positive");
+  if (o.day_start_hour < 0 || o.day_end_hour > 24 || o.day_start_hour >= o.day_end_hour)
+    return MakeError(ErrorCode::kInvalidArgument, "inference: day hours must satisfy 0 <= start < end <= 24");
+  if (!o.groups.empty() && o.groups.size() != services.size())
+    return MakeError(ErrorCode::kInvalidArgument, "inference: {} groups for {} services", o.groups.size(), services.size());
+  InferenceFleets f;
+  f.options_ = std::move(o);
+  f.t0_ = t0;
+  const InferenceFleetsOptions& opt = f.options_;
+  for (size_t i = 0; i < services.size(); ++i) {
+    const inference::Service& s = services[i];
+    Fleet fl;
+    fl.svc = &s;
+    fl.missed_by_day.assign(static_cast<size_t>((opt.horizon_s + 86399) / 86400), 0);
+    TIDAL_ASSIGN_OR_RETURN(fl.shape, ReplicaShape(s, cluster, opt.horizon_s));
+    if (!opt.groups.empty() && !opt.groups[i].empty()) fl.shape.group = opt.groups[i];
+    fl.gpus_per_replica = fl.shape.IsMig() ? s.gpus_per_replica : fl.shape.num_gpu;
+    if (opt.mode == ScalingMode::kPeak || opt.mode == ScalingMode::kDayNight) {
+      int peak = 0, day = 0, night = 0;
+      for (int64_t off = 0; off < opt.horizon_s; off += kMinute) {
+        const int need = inference::ReplicasNeeded(s, inference::RateAt(s.demand, off));
+        peak = std::max(peak, need);
+        int& window = f.IsDay(off) ? day : night;
+        window = std::max(window, need);
+      }
+      if (opt.mode == ScalingMode::kPeak) fl.fixed_day = fl.fixed_night = peak;
+      else fl.fixed_day = day, fl.fixed_night = night;
+    } else {
+      const bool forecast = opt.mode == ScalingMode::kForecast;
+      inference::AutoscalerConfig a;
+      a.goodput_rps = s.goodput_rps;
+      a.headroom = s.headroom;
+      a.min_replicas = s.min_replicas;
+      a.lead_s = forecast ? opt.lead_s : 0;
+      a.error_quantile = forecast ? opt.error_quantile : 0;
+      a.error_window_s = opt.error_window_s;
+      a.error_tod_s = opt.error_tod_s;
+      a.error_of_window_max = opt.error_of_window_max;
+      a.error_margin_max = opt.error_margin_max;
+      a.cooldown_s = opt.cooldown_s;
+      TIDAL_ASSIGN_OR_RETURN(inference::Autoscaler sc, inference::Autoscaler::Create(a, kMinute));
+      fl.scaler.emplace(std::move(sc));
+    }
+    f.fleets_.push_back(std::move(fl));
+  }
+  return f;
+}
+
+Status InferenceFleets::Scale(Replay& replay, std::vector<const Job*>& arrived) {
+  const int64_t now = next_tick();
+  const int64_t offset_s = now - t0_;
+  bool forecast_driven = false;
+  for (size_t i = 0; i < fleets_.size(); ++i) {
+    Fleet& f = fleets_[i];
+    int target = 0;
+    if (f.scaler) {
+      // The autoscaler has seen the minute that just ended.
+      const double seen = inference::RateAt(f.svc->demand, offset_s >= kMinute ? offset_s - kMinute : 0);
+      TIDAL_ASSIGN_OR_RETURN(target, f.scaler->Step(now - kMinute, seen));
+      if (f.scaler->last_forecast_need() > f.scaler->last_reactive_need()) forecast_driven = true;
+    } else {
+      target = IsDay(offset_s) ? f.fixed_day : f.fixed_night;
+    }
+    const int64_t have = static_cast<int64_t>(f.running.size()) + f.waiting;
+    for (int64_t k = have; k < target; ++k) {
+      Job j = f.shape;
+      j.id = kReplicaIdBase + static_cast<JobId>(replicas_.size());
+      j.name = fmt::format("{}-r{}", f.svc->name, replicas_.size());
+      j.submit_time_s = now;
+      replicas_.push_back(std::move(j));
+      fleet_of_[replicas_.back().id] = i;
+      std::vector<UnresolvableJob> rejected;
+      TIDAL_RETURN_IF_ERROR(replay.Arrive(replicas_.back(), rejected));
+      if (!rejected.empty()) return MakeError(ErrorCode::kUnresolvable, "{}: {}", f.svc->name, rejected.front().reason);
+      arrived.push_back(&replicas_.back());
+      ++f.waiting;
+    }
+    for (int64_t k = target; k < have && !f.running.empty(); ++k) {
+      const size_t v = ChooseScaleInVictim(f.running, f.ready_at, now, replay.cluster(), options_.emptiest_first);
+      const JobId id = f.running[v];
+      f.running.erase(f.running.begin() + static_cast<std::ptrdiff_t>(v));
+      f.ready_at.erase(id);
+      gpus_ -= f.gpus_per_replica;
+      TIDAL_RETURN_IF_ERROR(replay.EndNow(id, now));
+    }
+  }
+  // The ladder: a scale-out the forecast asked for preempts with notice;
+  // one the observed demand forces (a surprise) preempts at once.
+  notice_ = options_.notice && forecast_driven;
+  return Ok();
+}
+
+void InferenceFleets::Started(const Job& replica, int64_t now, bool mig_created, bool mig_mode_changed, bool notice_preempted) {
+  Fleet& f = fleets_[fleet_of_.at(replica.id)];
+  --f.waiting;
+  f.running.push_back(replica.id);
+  int64_t delay = options_.startup_s;
+  if (notice_preempted) delay += options_.checkpoint_write_s;
+  if (replica.IsMig()) delay += mig_mode_changed ? options_.mig_mode_s : mig_created ? options_.mig_create_s : 0;
+  // The fleet exists before the run: replicas placed at its start serve at once.
+  f.ready_at[replica.id] = now == t0_ ? now : now + delay;
+  gpus_ += f.gpus_per_replica;
+}
+
+void InferenceFleets::Preempted(JobId replica) {
+  Fleet& f = fleets_[fleet_of_.at(replica)];
+  auto it = std::find(f.running.begin(), f.running.end(), replica);
+  if (it == f.running.end()) return;
+  f.running.erase(it);
+  f.ready_at.erase(replica);
+  ++f.waiting;
+  gpus_ -= f.gpus_per_replica;
+}
+
+void InferenceFleets::EndMinute(bool measure) {
+  const int64_t tick = next_tick();
+  const int64_t offset = tick - t0_;
+  for (Fleet& f : fleets_) {
+    if (!measure) continue;
+    int64_t ready = 0;
+    for (JobId id : f.running) ready += f.ready_at.at(id) <= tick;
+    ++f.minutes;
+    const bool met = static_cast<double>(ready) * f.svc->goodput_rps >= inference::RateAt(f.svc->demand, offset) - 1e-9;
+    f.met += met;
+    const auto day = static_cast<size_t>(minute_ / 1440);
+    if (f.missed_by_day.size() <= day) f.missed_by_day.resize(day + 1, 0);
+    if (!met) ++f.missed_by_day[day];
+    f.replica_minutes += static_cast<double>(f.running.size());
+    f.max_replicas = std::max(f.max_replicas, static_cast<int>(f.running.size()));
+  }
+  ++minute_;
+}
+
+int64_t InferenceFleets::waiting() const {
+  int64_t w = 0;
+  for (const Fleet& f : fleets_) w += f.waiting;
+  return w;
+}
+
+std::vector<ServiceResult> InferenceFleets::Results() const {
+  std::vector<ServiceResult> out;
+  for (const Fleet& f : fleets_) {
+    const double m = static_cast<double>(f.minutes);
+    out.push_back({f.svc->name, f.minutes ? static_cast<double>(f.met) / m : 0, f.minutes, f.minutes ? f.replica_minutes / m : 0,
+                   f.max_replicas, f.replica_minutes * f.gpus_per_replica / 60.0, f.missed_by_day});
+  }
+  return out;
+}
+
+}  // namespace tidal::sim

@@ -1,0 +1,148 @@
+// Inference services as replicas in a replay: the one implementation the
+// co-location experiment (sim/colocate.h) and the organisation experiment
+// (sim/org.h, through QueueSimOptions::inference) scale their services with.
+//
+// Every minute (the demand traces' resolution) each service gets a replica
+// target — its peak all the time, a day/night schedule, the observed demand,
+// or the seasonal forecast with a lead time — and the fleets submit new
+// replica jobs to the replay (they wait, or preempt, like any job) or end
+// running ones (scale-in). A replica serves from its start + its model's
+// startup (+ a MIG reconfiguration, + the victims' checkpoint write when it
+// preempted with notice). A minute's SLO is met when the serving replicas x
+// goodput cover its demand.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cluster/cluster_state.h"
+#include "common/result.h"
+#include "inference/forecast.h"
+#include "inference/service.h"
+#include "workload/job.h"
+
+namespace tidal::sim {
+
+class Replay;
+
+enum class ScalingMode {
+  kPeak,      // each service's peak over the horizon, all the time (a fleet sized for its peak)
+  kDayNight,  // the day's peak in the day hours, the night's at night (Lyra-like loaning)
+  kReactive,  // the observed demand of the minute that just ended
+  kForecast,  // the seasonal forecast with a lead time and an error margin
+};
+
+struct InferenceFleetsOptions {
+  ScalingMode mode = ScalingMode::kForecast;
+  int64_t horizon_s = 7 * 86400;  // kPeak / kDayNight size over [0, horizon)
+  int64_t startup_s = 120;        // a new replica loads its model
+  int64_t checkpoint_write_s = 120;
+  int64_t mig_create_s = 15, mig_mode_s = 60;
+  int64_t lead_s = 1800, cooldown_s = 1800;  // kForecast's lead; scale-in after this long below
+  double error_quantile = 0.99;              // kForecast (inference::AutoscalerConfig)
+  int64_t error_window_s = 86400, error_tod_s = 0;
+  bool error_of_window_max = false;
+  double error_margin_max = std::numeric_limits<double>::infinity();
+  int day_start_hour = 8, day_end_hour = 22;  // kDayNight's day
+  // Scale-in ends the replica on the emptiest GPU / node (ChooseScaleInVictim).
+  bool emptiest_first = true;
+  // A scale-out the forecast asked for preempts with notice (the victims
+  // checkpoint first and lose no work).
+  bool notice = true;
+  // Each service's replicas belong to this trace group (tenant); "" = "inference".
+  std::vector<std::string> groups;
+};
+
+struct ServiceResult {
+  std::string name;
+  double slo_minutes_met = 0;  // share of minutes
+  int64_t minutes = 0;
+  double mean_replicas = 0;
+  int max_replicas = 0;
+  double gpu_hours = 0;        // replicas x their GPU cost, over the run
+  std::vector<int64_t> missed_by_day;  // minutes without enough SLO capacity, per day
+};
+
+// Which replica a scale-in ends, an index into `running` (start order). Like
+// Kubernetes' ReplicaSet scale-down, one not serving yet (ready_at > now)
+// goes first, then the newest; with emptiest_first (tidal), among serving
+// ones the replica whose GPU holds the fewest busy MIG compute slices, or
+// whose node has the most free whole GPUs, so that GPUs drain and return
+// to training whole. Ties go to the newest.
+size_t ChooseScaleInVictim(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at, int64_t now,
+                           const ClusterState& cluster, bool emptiest_first);
+
+// The replica job of a service on this cluster: a TP group of whole GPUs on
+// one node, one GPU, or a MIG instance of the fleet's GPU model.
+Result<Job> ReplicaShape(const inference::Service& s, const ClusterState& cluster, int64_t horizon_s);
+
+class InferenceFleets {
+ public:
+  // Replica ids start here; the workload's own ids must stay below.
+  static constexpr JobId kReplicaIdBase = 1'000'000'000;
+  static constexpr int32_t kPriority = 1000;
+
+  // `services` must outlive the fleets. Minute 0 starts at t0.
+  static Result<InferenceFleets> Make(const std::vector<inference::Service>& services, const ClusterState& cluster,
+                                      InferenceFleetsOptions options, int64_t t0);
+
+  // The start of the minute the next Scale is for.
+  int64_t next_tick() const { return t0_ + minute_ * 60; }
+  // The replica targets for the minute starting at next_tick(): new
+  // replicas arrive in the replay (appended to `arrived`), scaled-in ones
+  // end now (their finishes come in the replay's FinishesAt(tick)).
+  Status Scale(Replay& replay, std::vector<const Job*>& arrived);
+  // Whether the last Scale's scale-outs preempt with notice.
+  bool notice() const { return notice_; }
+  // The seconds a preemption with notice costs its victims (their checkpoint
+  // write), -1 without notice: TenantQueue::set_preempt_checkpoint_s.
+  int64_t preempt_checkpoint_s() const { return notice_ ? options_.checkpoint_write_s : -1; }
+  bool Owns(JobId id) const { return fleet_of_.contains(id); }
+  // A replica started at `now` in a pass that created MIG instances /
+  // changed a GPU's mode / preempted with notice (each adds its delay before
+  // it serves: the reconfiguration, the victims' checkpoint write).
+  void Started(const Job& replica, int64_t now, bool mig_created, bool mig_mode_changed, bool notice_preempted);
+  // A running replica was preempted: it waits again.
+  void Preempted(JobId replica);
+  // The SLO of the minute starting at next_tick() (replicas serving by its
+  // start), and on to the next minute. `measure`: false leaves the minute
+  // out of the results (outside the measurement window).
+  void EndMinute(bool measure = true);
+
+  double gpus() const { return gpus_; }  // GPUs the running replicas hold (MIG at its compute share)
+  int64_t waiting() const;
+  std::vector<ServiceResult> Results() const;
+
+ private:
+  struct Fleet {
+    const inference::Service* svc = nullptr;
+    Job shape;
+    double gpus_per_replica = 1;
+    std::vector<JobId> running;  // in start order
+    std::unordered_map<JobId, int64_t> ready_at;
+    int64_t waiting = 0;
+    std::optional<inference::Autoscaler> scaler;
+    int fixed_day = 0, fixed_night = 0;
+    int64_t met = 0, minutes = 0;
+    std::vector<int64_t> missed_by_day;
+    double replica_minutes = 0;
+    int max_replicas = 0;
+  };
+  InferenceFleets() = default;
+  bool IsDay(int64_t offset_s) const;
+
+  InferenceFleetsOptions options_;
+  std::vector<Fleet> fleets_;
+  std::deque<Job> replicas_;  // the replay holds pointers: a deque keeps them valid
+  std::unordered_map<JobId, size_t> fleet_of_;
+  int64_t t0_ = 0, minute_ = 0;
+  double gpus_ = 0;
+  bool notice_ = false;
+};
+
+}  // namespace tidal::sim
