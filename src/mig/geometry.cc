@@ -71,8 +71,11 @@ const std::vector<Geometry>& AllGeometries() {
       Make("A100-SXM4-40GB", {"A100", "A100-40GB", "A100-SXM4-40GB", "A100-PCIE-40GB"}, 5, 10, 10, 20, 20, 40),
       Make("A100-SXM4-80GB", {"A100-80GB", "A100-SXM-80GB", "A100-SXM4-80GB", "A100-PCIE-80GB", "A100 80GB PCIe"}, 10, 20, 20, 40, 40,
            80),
-      Make("H100-80GB", {"H100", "H100-80GB", "H100-SXM-80GB", "H100-SXM5-80GB", "H100 80GB HBM3", "H100-PCIE-80GB", "H100 PCIe"}, 10, 20, 20, 40,
-           40, 80),
+      // H800: the export H100 (the same die and 80 GB; NVLink cut to 400 GB/s).
+      // Its datasheet gives the same MIG: up to 7 MIGs @ 10 GB each.
+      Make("H100-80GB", {"H100", "H100-80GB", "H100-SXM-80GB", "H100-SXM5-80GB", "H100 80GB HBM3", "H100-PCIE-80GB", "H100 PCIe",
+                         "H800", "H800-80GB", "H800-SXM5-80GB", "H800 PCIe"},
+           10, 20, 20, 40, 40, 80),
       Make("H200-141GB", {"H200", "H200-141GB", "H200-SXM-141GB", "H200 NVL"}, 18, 35, 35, 71, 71, 141),
   };
   return all;
@@ -119,40 +122,74 @@ int ComputeUsed(const Geometry& g, const Layout& layout) {
   return sum;
 }
 
-Status CanAdd(const Geometry& g, const Layout& layout, const Instance& in, DriverCaps caps) {
-  if (in.profile < 0 || in.profile >= static_cast<int>(g.profiles.size()))
-    return Bad(fmt::format("{}: no such MIG profile on {}", Describe(g, in), g.model));
+namespace {
+
+// Why an instance cannot join a layout (kFits: it can), and the instance it
+// overlaps; CanAdd words it, Fits only asks (the packers' inner loops).
+enum class Fault { kFits, kNoProfile, kStart, kOverlap, kCompute, kMaxInstances, kMedia, k4gWith3g };
+
+Fault Check(const Geometry& g, const Layout& layout, const Instance& in, DriverCaps caps, const Instance** overlapped = nullptr) {
+  if (in.profile < 0 || in.profile >= static_cast<int>(g.profiles.size())) return Fault::kNoProfile;
   const Profile& p = g.profile(in.profile);
-  if (std::find(p.starts.begin(), p.starts.end(), in.start) == p.starts.end()) {
-    return Bad(fmt::format("{}: {} may start only at memory slice {} on {} (nvidia-smi mig -lgipp)", Describe(g, in), p.name,
-                             fmt::join(p.starts, ", "), g.model));
-  }
+  if (std::find(p.starts.begin(), p.starts.end(), in.start) == p.starts.end()) return Fault::kStart;
   const uint32_t mine = InstanceMask(g, in);
   for (const Instance& other : layout.instances) {
-    if ((InstanceMask(g, other) & mine) != 0)
-      return Bad(fmt::format("{} overlaps {}: instances may not share a memory slice", Describe(g, in), Describe(g, other)));
+    if ((InstanceMask(g, other) & mine) != 0) {
+      if (overlapped) *overlapped = &other;
+      return Fault::kOverlap;
+    }
   }
-  if (ComputeUsed(g, layout) + p.compute > kComputeSlices) {
-    return Bad(fmt::format("{}: the GPU has {} compute slices and the layout would use {}", Describe(g, in), kComputeSlices,
-                             ComputeUsed(g, layout) + p.compute));
-  }
+  if (ComputeUsed(g, layout) + p.compute > kComputeSlices) return Fault::kCompute;
   int same = 0;
   int media = 0;
   for (const Instance& other : layout.instances) {
     same += other.profile == in.profile;
     media += g.profile(other.profile).media;
   }
-  if (same + 1 > p.max_instances)
-    return Bad(fmt::format("{}: at most {} {} instance{} per GPU", Describe(g, in), p.max_instances, p.name,
-                             p.max_instances == 1 ? "" : "s"));
-  if (p.media && media > 0) return Bad(fmt::format("{}: a GPU has a single media-extension (+me) instance", Describe(g, in)));
+  if (same + 1 > p.max_instances) return Fault::kMaxInstances;
+  if (p.media && media > 0) return Fault::kMedia;
   if (!caps.allow_4g_with_3g) {
     bool has4 = p.compute == 4, has3 = p.compute == 3;
     for (const Instance& other : layout.instances) {
       has4 = has4 || g.profile(other.profile).compute == 4;
       has3 = has3 || g.profile(other.profile).compute == 3;
     }
-    if (has4 && has3)
+    if (has4 && has3) return Fault::k4gWith3g;
+  }
+  return Fault::kFits;
+}
+
+}  // namespace
+
+bool Fits(const Geometry& g, const Layout& layout, const Instance& in, DriverCaps caps) {
+  return Check(g, layout, in, caps) == Fault::kFits;
+}
+
+Status CanAdd(const Geometry& g, const Layout& layout, const Instance& in, DriverCaps caps) {
+  const Instance* other = nullptr;
+  switch (Check(g, layout, in, caps, &other)) {
+    case Fault::kFits:
+      return {};
+    case Fault::kNoProfile:
+      return Bad(fmt::format("{}: no such MIG profile on {}", Describe(g, in), g.model));
+    case Fault::kStart: {
+      const Profile& p = g.profile(in.profile);
+      return Bad(fmt::format("{}: {} may start only at memory slice {} on {} (nvidia-smi mig -lgipp)", Describe(g, in), p.name,
+                             fmt::join(p.starts, ", "), g.model));
+    }
+    case Fault::kOverlap:
+      return Bad(fmt::format("{} overlaps {}: instances may not share a memory slice", Describe(g, in), Describe(g, *other)));
+    case Fault::kCompute:
+      return Bad(fmt::format("{}: the GPU has {} compute slices and the layout would use {}", Describe(g, in), kComputeSlices,
+                             ComputeUsed(g, layout) + g.profile(in.profile).compute));
+    case Fault::kMaxInstances: {
+      const Profile& p = g.profile(in.profile);
+      return Bad(fmt::format("{}: at most {} {} instance{} per GPU", Describe(g, in), p.max_instances, p.name,
+                             p.max_instances == 1 ? "" : "s"));
+    }
+    case Fault::kMedia:
+      return Bad(fmt::format("{}: a GPU has a single media-extension (+me) instance", Describe(g, in)));
+    case Fault::k4gWith3g:
       return Bad(fmt::format("{}: 4g and 3g instances together need driver R510 or newer (the MIG User Guide, Concepts)", Describe(g, in)));
   }
   return {};
@@ -208,7 +245,7 @@ Result<Layout> ParseLayout(const Geometry& g, std::string_view text, DriverCaps 
       in.start = s[0] - '0';
     } else {
       for (int start : g.profile(profile).starts) {
-        if (CanAdd(g, layout, Instance{profile, start}, caps)) {
+        if (Fits(g, layout, Instance{profile, start}, caps)) {
           in.start = start;
           break;
         }

@@ -85,6 +85,8 @@ int ComputeUsed(const Geometry& g, const Layout& layout);
 Status ValidateLayout(const Geometry& g, const Layout& layout, DriverCaps caps = {});
 // Whether `instance` can be added to a valid layout (same rules).
 Status CanAdd(const Geometry& g, const Layout& layout, const Instance& instance, DriverCaps caps = {});
+// CanAdd's answer without the message (search loops).
+bool Fits(const Geometry& g, const Layout& layout, const Instance& instance, DriverCaps caps = {});
 // Sorts by start slice (then profile), so equal layouts compare equal.
 void Normalize(Layout& layout);
 

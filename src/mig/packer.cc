@@ -11,7 +11,7 @@ int MaxAddableFrom(const Geometry& g, Layout& l, int profile, size_t from, Drive
   int best = 0;
   for (size_t i = from; i < p.starts.size(); ++i) {
     const Instance in{profile, p.starts[i]};
-    if (!CanAdd(g, l, in, caps)) continue;
+    if (!Fits(g, l, in, caps)) continue;
     l.instances.push_back(in);
     best = std::max(best, 1 + MaxAddableFrom(g, l, profile, i + 1, caps));
     l.instances.pop_back();
@@ -61,7 +61,7 @@ std::optional<SlotChoice> BestSlot(const Geometry& g, const GpuSlots& gpu, int p
   std::optional<SlotChoice> best;
   for (int start : g.profile(profile).starts) {
     const Instance in{profile, start};
-    if (!CanAdd(g, held, in, caps)) continue;
+    if (!Fits(g, held, in, caps)) continue;
     bool reuse = false;
     if (gpu.layout) {
       for (size_t i = 0; i < gpu.layout->instances.size(); ++i)
@@ -83,7 +83,7 @@ std::optional<SlotChoice> FirstSlot(const Geometry& g, const GpuSlots& gpu, int 
   }
   for (int start : g.profile(profile).starts) {
     const Instance in{profile, start};
-    if (CanAdd(g, held, in, caps)) return SlotChoice{in, false, 0};
+    if (Fits(g, held, in, caps)) return SlotChoice{in, false, 0};
   }
   return std::nullopt;
 }

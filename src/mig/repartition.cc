@@ -34,7 +34,7 @@ void Extend(const Geometry& g, DriverCaps caps, const std::vector<Instance>& can
             std::vector<Layout>& out) {
   out.push_back(layout);
   for (size_t j = from; j < candidates.size(); ++j) {
-    if (!CanAdd(g, layout, candidates[j], caps)) continue;
+    if (!Fits(g, layout, candidates[j], caps)) continue;
     layout.instances.push_back(candidates[j]);
     Extend(g, caps, candidates, j + 1, layout, out);
     layout.instances.pop_back();

@@ -1,7 +1,9 @@
 #include "plugins/mig/mig_pack.h"
 
 #include <cmath>
+#include <optional>
 #include <tuple>
+#include <vector>
 
 #include "mig/packer.h"
 
@@ -26,13 +28,24 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
   const mig::Geometry* idle_geometry = nullptr;
   const mig::Geometry* mix_geometry = nullptr;
   mig::RequestMix mix;
+  std::vector<std::optional<const mig::Geometry*>> geometry_of;
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
     if (c.gpu_count(n) == 0 || !pod.gpu_spec.Allows(c.gpu_model(n))) continue;
     // A drained node's idle instances are not for new jobs (CanBind would
     // refuse them; a job asking no CPU or memory would otherwise pick one).
     if (c.cordoned(n)) continue;
     if (c.cpu_free(n) < j.cpu_milli || c.memory_free(n) < j.memory_mib) continue;
-    const mig::Geometry* g = mig::FindGeometry(c.models().Name(c.gpu_model(n)));
+    // The geometry by GPU model, looked up once per model (a name lookup per
+    // node dominated a pass over a large fleet).
+    const mig::Geometry* g = nullptr;
+    if (const GpuModelId id = c.gpu_model(n); id < 0) {
+      g = mig::FindGeometry(c.models().Name(id));
+    } else {
+      const auto model = static_cast<size_t>(id);
+      if (model >= geometry_of.size()) geometry_of.resize(model + 1, std::nullopt);
+      if (!geometry_of[model]) geometry_of[model] = mig::FindGeometry(c.models().Name(id));
+      g = *geometry_of[model];
+    }
     if (!g) continue;
     const int profile = g->FindProfile(j.mig_profile);
     if (profile < 0) continue;
