@@ -57,6 +57,41 @@ Status ReadInts(const YAML::Node& m, const std::string& key, const std::string& 
 
 }  // namespace
 
+Status ReadFleetKnobs(const YAML::Node& replica, const YAML::Node& autoscaler, const std::string& path, InferenceFleetsOptions& o) {
+  auto where = [&](const YAML::Node& n) { return fmt::format("{}:{}", path, n.Mark().line + 1); };
+  try {
+    if (replica)
+      TIDAL_RETURN_IF_ERROR(ReadInts(replica, "replica", where(replica),
+                                     {{"startup_s", &o.startup_s}, {"mig_create_s", &o.mig_create_s}, {"mig_mode_s", &o.mig_mode_s}}));
+    if (YAML::Node n = YAML::Clone(autoscaler)) {
+      if (n.IsMap() && n["error_quantile"]) {
+        o.error_quantile = n["error_quantile"].as<double>();
+        if (!(o.error_quantile >= 0 && o.error_quantile <= 1))
+          return MakeError(ErrorCode::kParse, "{}: autoscaler.error_quantile must be in [0, 1]", where(autoscaler["error_quantile"]));
+        n.remove("error_quantile");
+      }
+      if (n.IsMap() && n["error_margin_max"]) {
+        o.error_margin_max = n["error_margin_max"].as<double>();
+        if (!(o.error_margin_max >= 1))
+          return MakeError(ErrorCode::kParse, "{}: autoscaler.error_margin_max must be >= 1", where(autoscaler["error_margin_max"]));
+        n.remove("error_margin_max");
+      }
+      if (n.IsMap() && n["error_of"]) {
+        const std::string of = n["error_of"].as<std::string>();
+        if (of != "point" && of != "window-max")
+          return MakeError(ErrorCode::kParse, "{}: autoscaler.error_of is point or window-max, not '{}'", where(autoscaler["error_of"]), of);
+        o.error_of_window_max = of == "window-max";
+        n.remove("error_of");
+      }
+      TIDAL_RETURN_IF_ERROR(ReadInts(n, "autoscaler", where(autoscaler),
+                                     {{"lead_s", &o.lead_s}, {"cooldown_s", &o.cooldown_s}, {"error_window_s", &o.error_window_s}, {"error_tod_s", &o.error_tod_s}}));
+    }
+  } catch (const YAML::Exception& e) {
+    return MakeError(ErrorCode::kParse, "{}:{}: {}", path, e.mark.line + 1, e.msg);
+  }
+  return Ok();
+}
+
 Result<ColocatePolicy> ParseColocatePolicy(std::string_view name) {
   if (name == "static") return ColocatePolicy::kStatic;
   if (name == "lyra") return ColocatePolicy::kLyra;
@@ -138,32 +173,18 @@ Result<ColocateConfig> ReadColocateConfig(const std::string& path) {
     if (const YAML::Node n = doc["checkpoint"])
       TIDAL_RETURN_IF_ERROR(ReadInts(n, "checkpoint", where(n),
                                      {{"interval_s", &c.checkpoint_interval_s}, {"write_s", &c.checkpoint_write_s}, {"restart_penalty_s", &c.restart_penalty_s}}));
-    if (const YAML::Node n = doc["replica"])
-      TIDAL_RETURN_IF_ERROR(ReadInts(n, "replica", where(n),
-                                     {{"startup_s", &c.startup_s}, {"mig_create_s", &c.mig_create_s}, {"mig_mode_s", &c.mig_mode_s}}));
-    if (YAML::Node n = YAML::Clone(doc["autoscaler"])) {
-      if (n.IsMap() && n["error_quantile"]) {
-        c.error_quantile = n["error_quantile"].as<double>();
-        if (!(c.error_quantile >= 0 && c.error_quantile <= 1))
-          return MakeError(ErrorCode::kParse, "{}: autoscaler.error_quantile must be in [0, 1]", where(doc["autoscaler"]["error_quantile"]));
-        n.remove("error_quantile");
-      }
-      if (n.IsMap() && n["error_margin_max"]) {
-        c.error_margin_max = n["error_margin_max"].as<double>();
-        if (!(c.error_margin_max >= 1))
-          return MakeError(ErrorCode::kParse, "{}: autoscaler.error_margin_max must be >= 1", where(doc["autoscaler"]["error_margin_max"]));
-        n.remove("error_margin_max");
-      }
-      if (n.IsMap() && n["error_of"]) {
-        const std::string of = n["error_of"].as<std::string>();
-        if (of != "point" && of != "window-max")
-          return MakeError(ErrorCode::kParse, "{}: autoscaler.error_of is point or window-max, not '{}'", where(doc["autoscaler"]["error_of"]), of);
-        c.error_of_window_max = of == "window-max";
-        n.remove("error_of");
-      }
-      TIDAL_RETURN_IF_ERROR(ReadInts(n, "autoscaler", where(doc["autoscaler"]),
-                                     {{"lead_s", &c.lead_s}, {"cooldown_s", &c.cooldown_s}, {"error_window_s", &c.error_window_s}, {"error_tod_s", &c.error_tod_s}}));
-    }
+    InferenceFleetsOptions knobs;
+    TIDAL_RETURN_IF_ERROR(ReadFleetKnobs(doc["replica"], doc["autoscaler"], path, knobs));
+    c.startup_s = knobs.startup_s;
+    c.mig_create_s = knobs.mig_create_s;
+    c.mig_mode_s = knobs.mig_mode_s;
+    c.lead_s = knobs.lead_s;
+    c.cooldown_s = knobs.cooldown_s;
+    c.error_quantile = knobs.error_quantile;
+    c.error_window_s = knobs.error_window_s;
+    c.error_tod_s = knobs.error_tod_s;
+    c.error_of_window_max = knobs.error_of_window_max;
+    c.error_margin_max = knobs.error_margin_max;
     if (c.checkpoint_interval_s < 1) return MakeError(ErrorCode::kParse, "{}: checkpoint.interval_s must be >= 1", path);
     if (const YAML::Node h = doc["lyra_day_hours"]) {
       if (!h.IsSequence() || h.size() != 2) return MakeError(ErrorCode::kParse, "{}: lyra_day_hours is [start, end], e.g. [8, 22]", where(h));

@@ -20,7 +20,8 @@ Result<Job> ReplicaShape(const inference::Service& s, const ClusterState& cluste
   j.group = "inference";
   j.priority = InferenceFleets::kPriority;
   j.single_node = true;
-  j.duration_s = 10 * horizon_s;  // replicas end when scaled in, never by themselves
+  // Replicas end when scaled in, never by themselves: a century.
+  j.duration_s = std::max<int64_t>(10 * horizon_s, 100LL * 365 * 86400);
   j.source = fmt::format("service '{}'", s.name);
   if (s.shape == "gpu") {
     j.num_gpu = 1;
@@ -87,15 +88,15 @@ Result<InferenceFleets> InferenceFleets::Make(const std::vector<inference::Servi
     TIDAL_ASSIGN_OR_RETURN(fl.shape, ReplicaShape(s, cluster, opt.horizon_s));
     if (!opt.groups.empty() && !opt.groups[i].empty()) fl.shape.group = opt.groups[i];
     fl.gpus_per_replica = fl.shape.IsMig() ? s.gpus_per_replica : fl.shape.num_gpu;
+    int day = 0, night = 0;
+    for (int64_t off = 0; off < opt.horizon_s; off += kMinute) {
+      const int need = inference::ReplicasNeeded(s, inference::RateAt(s.demand, off));
+      fl.peak = std::max(fl.peak, need);
+      int& window = f.IsDay(off) ? day : night;
+      window = std::max(window, need);
+    }
     if (opt.mode == ScalingMode::kPeak || opt.mode == ScalingMode::kDayNight) {
-      int peak = 0, day = 0, night = 0;
-      for (int64_t off = 0; off < opt.horizon_s; off += kMinute) {
-        const int need = inference::ReplicasNeeded(s, inference::RateAt(s.demand, off));
-        peak = std::max(peak, need);
-        int& window = f.IsDay(off) ? day : night;
-        window = std::max(window, need);
-      }
-      if (opt.mode == ScalingMode::kPeak) fl.fixed_day = fl.fixed_night = peak;
+      if (opt.mode == ScalingMode::kPeak) fl.fixed_day = fl.fixed_night = fl.peak;
       else fl.fixed_day = day, fl.fixed_night = night;
     } else {
       const bool forecast = opt.mode == ScalingMode::kForecast;
@@ -118,7 +119,8 @@ Result<InferenceFleets> InferenceFleets::Make(const std::vector<inference::Servi
   return f;
 }
 
-Status InferenceFleets::Scale(Replay& replay, std::vector<const Job*>& arrived) {
+Result<bool> InferenceFleets::Scale(Replay& replay, std::vector<const Job*>& arrived) {
+  bool changed = false;
   const int64_t now = next_tick();
   const int64_t offset_s = now - t0_;
   bool forecast_driven = false;
@@ -146,6 +148,7 @@ Status InferenceFleets::Scale(Replay& replay, std::vector<const Job*>& arrived) 
       if (!rejected.empty()) return MakeError(ErrorCode::kUnresolvable, "{}: {}", f.svc->name, rejected.front().reason);
       arrived.push_back(&replicas_.back());
       ++f.waiting;
+      changed = true;
     }
     for (int64_t k = target; k < have && !f.running.empty(); ++k) {
       const size_t v = ChooseScaleInVictim(f.running, f.ready_at, now, replay.cluster(), options_.emptiest_first);
@@ -154,12 +157,13 @@ Status InferenceFleets::Scale(Replay& replay, std::vector<const Job*>& arrived) 
       f.ready_at.erase(id);
       gpus_ -= f.gpus_per_replica;
       TIDAL_RETURN_IF_ERROR(replay.EndNow(id, now));
+      changed = true;
     }
   }
   // The ladder: a scale-out the forecast asked for preempts with notice;
   // one the observed demand forces (a surprise) preempts at once.
   notice_ = options_.notice && forecast_driven;
-  return Ok();
+  return changed;
 }
 
 void InferenceFleets::Started(const Job& replica, int64_t now, bool mig_created, bool mig_mode_changed, bool notice_preempted) {
@@ -201,6 +205,18 @@ void InferenceFleets::EndMinute(bool measure) {
     f.max_replicas = std::max(f.max_replicas, static_cast<int>(f.running.size()));
   }
   ++minute_;
+}
+
+std::vector<double> InferenceFleets::PeakGpus() const {
+  std::vector<double> out;
+  for (const Fleet& f : fleets_) out.push_back(f.peak * f.gpus_per_replica);
+  return out;
+}
+
+int64_t InferenceFleets::running() const {
+  int64_t n = 0;
+  for (const Fleet& f : fleets_) n += static_cast<int64_t>(f.running.size());
+  return n;
 }
 
 int64_t InferenceFleets::waiting() const {

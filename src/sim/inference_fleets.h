@@ -26,6 +26,10 @@
 #include "inference/service.h"
 #include "workload/job.h"
 
+namespace YAML {
+class Node;
+}  // namespace YAML
+
 namespace tidal::sim {
 
 class Replay;
@@ -57,6 +61,12 @@ struct InferenceFleetsOptions {
   // Each service's replicas belong to this trace group (tenant); "" = "inference".
   std::vector<std::string> groups;
 };
+
+// Reads the knobs of a config's `replica: {startup_s, mig_create_s,
+// mig_mode_s}` and `autoscaler: {lead_s, cooldown_s, error_quantile,
+// error_window_s, error_tod_s, error_of, error_margin_max}` maps (either may
+// be null) into `o`; errors name path:line and the key (sim/colocate_config.cc).
+Status ReadFleetKnobs(const YAML::Node& replica, const YAML::Node& autoscaler, const std::string& path, InferenceFleetsOptions& o);
 
 struct ServiceResult {
   std::string name;
@@ -95,8 +105,9 @@ class InferenceFleets {
   int64_t next_tick() const { return t0_ + minute_ * 60; }
   // The replica targets for the minute starting at next_tick(): new
   // replicas arrive in the replay (appended to `arrived`), scaled-in ones
-  // end now (their finishes come in the replay's FinishesAt(tick)).
-  Status Scale(Replay& replay, std::vector<const Job*>& arrived);
+  // end now (their finishes come in the replay's FinishesAt(tick)). Whether
+  // any replica arrived or ended.
+  Result<bool> Scale(Replay& replay, std::vector<const Job*>& arrived);
   // Whether the last Scale's scale-outs preempt with notice.
   bool notice() const { return notice_; }
   // The seconds a preemption with notice costs its victims (their checkpoint
@@ -114,8 +125,11 @@ class InferenceFleets {
   // out of the results (outside the measurement window).
   void EndMinute(bool measure = true);
 
+  // Each service's peak over the horizon, in GPUs (replicas x their cost).
+  std::vector<double> PeakGpus() const;
   double gpus() const { return gpus_; }  // GPUs the running replicas hold (MIG at its compute share)
-  int64_t waiting() const;
+  int64_t waiting() const;  // replicas submitted, not running
+  int64_t running() const;
   std::vector<ServiceResult> Results() const;
 
  private:
@@ -127,7 +141,7 @@ class InferenceFleets {
     std::unordered_map<JobId, int64_t> ready_at;
     int64_t waiting = 0;
     std::optional<inference::Autoscaler> scaler;
-    int fixed_day = 0, fixed_night = 0;
+    int fixed_day = 0, fixed_night = 0, peak = 0;
     int64_t met = 0, minutes = 0;
     std::vector<int64_t> missed_by_day;
     double replica_minutes = 0;

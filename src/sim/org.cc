@@ -34,8 +34,9 @@ Result<OrgSide> ReadSide(const YAML::Node& n, const std::string& path, const std
     else if (k == "placer") s.placer = kv.second.as<std::string>();
     else if (k == "workload_model") s.workload_model = ResolveConfigPath(path, kv.second.as<std::string>());
     else if (k == "market") s.market = kv.second.as<bool>();
+    else if (k == "colocation") s.colocation = kv.second.as<bool>();
     else
-      return MakeError(ErrorCode::kParse, "{}: unknown key '{}' in {} (queue, placer, workload_model, market)",
+      return MakeError(ErrorCode::kParse, "{}: unknown key '{}' in {} (queue, placer, workload_model, market, colocation)",
                        where(kv.first), k, key);
   }
   if (s.queue.empty() || s.placer.empty() || s.workload_model.empty()) {
@@ -72,13 +73,13 @@ Result<OrgConfig> ReadOrgConfig(const std::string& path) {
     }
     static const std::set<std::string> known = {"version", "name", "jobs", "format", "nodes", "topology", "tenants",
                                                 "reference_model", "market", "load", "limit", "seed", "hoarding",
-                                                "checkpoint_interval", "restart_penalty", "before", "after"};
+                                                "checkpoint_interval", "restart_penalty", "inference", "before", "after"};
     for (const auto& kv : doc) {
       const std::string k = kv.first.as<std::string>();
       if (!known.contains(k)) {
         return MakeError(ErrorCode::kParse, "{}: unknown key '{}' (known: name, jobs, format, nodes, topology, tenants, "
                                             "reference_model, market, load, limit, seed, hoarding, checkpoint_interval, "
-                                            "restart_penalty, before, after)",
+                                            "restart_penalty, inference, before, after)",
                          where(kv.first), k);
       }
     }
@@ -110,6 +111,29 @@ Result<OrgConfig> ReadOrgConfig(const std::string& path) {
     if (c.checkpoint_interval_s <= 0 || c.restart_penalty_s < 0) {
       return MakeError(ErrorCode::kParse, "{}: checkpoint_interval must be > 0 and restart_penalty >= 0 seconds", path);
     }
+    if (const YAML::Node n = doc["inference"]) {
+      if (!n.IsMap() || !n["services"])
+        return MakeError(ErrorCode::kParse, "{}: inference is a map {{services: FILE, replica: {{...}}, autoscaler: {{...}}, "
+                                            "checkpoint_write_s: S}}", where(n));
+      for (const auto& kv : n) {
+        const std::string k = kv.first.as<std::string>();
+        if (k != "services" && k != "replica" && k != "autoscaler" && k != "checkpoint_write_s")
+          return MakeError(ErrorCode::kParse, "{}: unknown key inference.{} (services, replica, autoscaler, checkpoint_write_s)",
+                           where(kv.first), k);
+      }
+      OrgInference inf;
+      inf.services = ResolveConfigPath(path, n["services"].as<std::string>());
+      TIDAL_ASSIGN_OR_RETURN(inf.loaded, inference::ReadServicesFile(
+                                             inf.services, std::filesystem::path(inf.services).parent_path().string()));
+      if (inf.loaded.empty()) return MakeError(ErrorCode::kParse, "{}: {} has no services", where(n["services"]), inf.services);
+      TIDAL_RETURN_IF_ERROR(ReadFleetKnobs(n["replica"], n["autoscaler"], path, inf.knobs));
+      if (n["checkpoint_write_s"]) {
+        inf.knobs.checkpoint_write_s = n["checkpoint_write_s"].as<int64_t>();
+        if (inf.knobs.checkpoint_write_s < 0)
+          return MakeError(ErrorCode::kParse, "{}: inference.checkpoint_write_s must be >= 0", where(n["checkpoint_write_s"]));
+      }
+      c.inference = std::move(inf);
+    }
     TIDAL_ASSIGN_OR_RETURN(c.before, ReadSide(doc["before"], path, "before"));
     TIDAL_ASSIGN_OR_RETURN(c.after, ReadSide(doc["after"], path, "after"));
   } catch (const YAML::Exception& e) {
@@ -137,6 +161,7 @@ std::vector<Arm> Arms(const OrgConfig& c) {
   ablate("no_topology", [&](OrgSide& s) { s.placer = c.before.placer; });
   ablate("no_planner", [&](OrgSide& s) { s.workload_model = c.before.workload_model; });
   ablate("no_market", [&](OrgSide& s) { s.market = c.before.market; });
+  if (c.inference) ablate("no_colocation", [&](OrgSide& s) { s.colocation = c.before.colocation; });
   return arms;
 }
 
@@ -170,6 +195,9 @@ OrgFigures Figures(const Arm& arm, const QueueSimResult& q, double peak_bf16) {
     if (j.mfu < 0 || j.outcome != JobOutcome::kFinished) continue;
     f.job_mfu.push_back({j.mfu, static_cast<double>(j.num_gpu) * static_cast<double>(j.run_s) / 3600.0});
   }
+  f.inference = q.inference;
+  if (gpu_s > 0) f.inference_gpu_share = q.window_inference_gpu_s / gpu_s;
+  f.hourly = q.hourly;
   f.seconds = q.seconds;
   return f;
 }
@@ -227,6 +255,15 @@ Result<OrgResult> RunOrg(const OrgConfig& config, int threads, const std::functi
       o.checkpoint_interval_s = config.checkpoint_interval_s;
       o.restart_penalty_s = config.restart_penalty_s;
       if (arm.side.market) o.market = MarketSimOptions{.config = market_config};
+      if (config.inference) {
+        QueueSimOptions::Inference inf{.services = config.inference->loaded, .fleets = config.inference->knobs,
+                                       .lend = arm.side.colocation};
+        const bool co = arm.side.colocation;
+        inf.fleets.mode = co ? ScalingMode::kForecast : ScalingMode::kPeak;
+        inf.fleets.emptiest_first = co;
+        inf.fleets.notice = co;
+        o.inference = std::move(inf);
+      }
       auto r = RunQueueSim(w.nodes, w.jobs, o);
       std::lock_guard lock(mu);
       if (!r) {

@@ -43,6 +43,18 @@ struct OrgSide {
   std::string placer;           // placer (first-fit, topo, ...)
   std::string workload_model;   // file: the layouts jobs run with
   bool market = false;          // the market runs (needs a tenant queue)
+  // Inference (OrgConfig::inference): false = a separate fleet sized for
+  // each service's peak (its floor never lent, replicas at the peak all
+  // the time); true = co-location (forecast autoscaling, the idle floor lent
+  // to training and taken back at a checkpoint with notice).
+  bool colocation = false;
+};
+
+// The inference services of the organisation (docs/org.md).
+struct OrgInference {
+  std::string services;           // inference/service.h's file
+  std::vector<inference::Service> loaded;
+  InferenceFleetsOptions knobs;   // replica: and autoscaler: (ReadFleetKnobs), checkpoint_write_s
 };
 
 struct OrgConfig {
@@ -57,6 +69,7 @@ struct OrgConfig {
   uint64_t seed = 1;
   HoardingScenario hoarding;
   int64_t checkpoint_interval_s = 1800, restart_penalty_s = 60;
+  std::optional<OrgInference> inference;
   OrgSide before, after;
 };
 
@@ -78,12 +91,15 @@ struct OrgFigures {
   double lost_gpu_hours = 0, hoarded_gpu_hours = 0, guarantee_violation_hours = 0;
   int64_t zombies = 0, zombies_reclaimed = 0;
   std::vector<std::pair<double, double>> job_mfu;  // (MFU, GPU-hours) per modelled job
+  std::vector<ServiceResult> inference;            // per service, over the window
+  double inference_gpu_share = 0;                  // GPU time inference replicas held / all GPU time
+  std::vector<QueueSimResult::Hour> hourly;        // GPU use by tier and queue length, hour by hour
   double seconds = 0;                              // wall time of its replay
 };
 
 struct OrgResult {
   OrgFigures before, after;
-  std::vector<OrgFigures> ablations;  // no_pool, no_topology, no_planner, no_market
+  std::vector<OrgFigures> ablations;  // no_pool, no_topology, no_planner, no_market, no_colocation
   int64_t total_gpus = 0, jobs = 0, window_s = 0;
   double offered_load = 0, offered_load_native = 0;
   std::string gpu;  // the workload model's GPU, whose peaks the MFUs are against

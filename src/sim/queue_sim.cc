@@ -65,7 +65,14 @@ Result<std::vector<Job>> ArrivalOrder(const std::vector<Job>& jobs, int64_t limi
 // against the jobs (every job's tenant must be a leaf), without borrowing
 // for static partitions.
 Result<std::shared_ptr<const tenancy::TenantTree>> BuildTenants(const QueueSimOptions& options,
-                                                                const std::vector<Job>& jobs, int64_t total_gpus) {
+                                                                const std::vector<Job>& jobs, int64_t total_gpus,
+                                                                std::vector<tenancy::TenantSpec> extra = {}) {
+  int64_t extra_gpus = 0;
+  for (const tenancy::TenantSpec& e : extra) extra_gpus += e.quotas.front().second.nominal / kMilliPerGpu;
+  if (extra_gpus >= total_gpus) {
+    return MakeError(ErrorCode::kInvalidArgument, "the inference services' peaks need {} GPUs, the cluster has {}: no room for "
+                     "training", extra_gpus, total_gpus);
+  }
   std::shared_ptr<const tenancy::TenantTree> tree = options.tenant_tree;
   if (!tree && !options.tenants.empty()) {
     if (options.tenants == "proportional") {
@@ -81,7 +88,10 @@ Result<std::shared_ptr<const tenancy::TenantTree>> BuildTenants(const QueueSimOp
       }
       std::vector<tenancy::GroupUsage> groups;
       for (const auto& [g, v] : by_group) groups.push_back({g, v});
-      TIDAL_ASSIGN_OR_RETURN(tenancy::TenantTree t, tenancy::ProportionalTenants(std::move(groups), total_gpus));
+      TIDAL_ASSIGN_OR_RETURN(tenancy::TenantTree t, tenancy::ProportionalTenants(std::move(groups), total_gpus - extra_gpus));
+      if (!extra.empty()) {
+        TIDAL_ASSIGN_OR_RETURN(t, tenancy::WithLeaves(t, std::move(extra)));
+      }
       tree = std::make_shared<const tenancy::TenantTree>(std::move(t));
     } else {
       TIDAL_ASSIGN_OR_RETURN(tenancy::TenantTree t, tenancy::ReadTenantsFile(options.tenants));
@@ -214,9 +224,47 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     r.jobs[i] = {jobs[i].id, jobs[i].name, jobs[i].num_gpu, jobs[i].gpu_milli, *jobs[i].submit_time_s};
   }
 
+  // The window (QueueSimResult::window_*) and the inference fleets sized over it.
+  const int64_t t0 = *jobs.front().submit_time_s;
+  if (options.window_s < 0) return MakeError(ErrorCode::kInvalidArgument, "the window must be >= 0 seconds");
+  r.window_s = options.window_s > 0 ? options.window_s : std::max<int64_t>(1, *jobs.back().submit_time_s - t0);
+  const int64_t window_end = t0 + r.window_s;
+  std::optional<InferenceFleets> fleets;
+  std::vector<tenancy::TenantSpec> inference_tenants;
+  if (options.inference) {
+    InferenceFleetsOptions fo = options.inference->fleets;
+    fo.horizon_s = r.window_s;
+    if (fo.groups.empty())
+      for (const inference::Service& s : options.inference->services) fo.groups.push_back("inf-" + s.name);
+    for (const Job& j : jobs) {
+      if (j.id >= InferenceFleets::kReplicaIdBase)
+        return MakeError(ErrorCode::kInvalidArgument, "job '{}' ({}): ids from {} on are the inference replicas'", j.name, j.source,
+                         InferenceFleets::kReplicaIdBase);
+    }
+    TIDAL_ASSIGN_OR_RETURN(InferenceFleets f, InferenceFleets::Make(options.inference->services, cluster, fo, t0));
+    fleets.emplace(std::move(f));
+    if (options.tenants == "proportional" && !options.tenant_tree) {
+      const std::vector<double> peaks = fleets->PeakGpus();
+      for (size_t i = 0; i < peaks.size(); ++i) {
+        tenancy::TenantSpec t{.name = fo.groups[i], .tier = tenancy::Tier::kGuaranteed,
+                              .source = fmt::format("inference service '{}'", options.inference->services[i].name)};
+        tenancy::Quota q{.nominal = static_cast<int64_t>(std::ceil(peaks[i] - 1e-9)) * kMilliPerGpu};
+        if (!options.inference->lend) q.lending_limit = 0;
+        t.quotas.push_back({"gpu", q});
+        inference_tenants.push_back(std::move(t));
+      }
+    }
+  }
   TIDAL_ASSIGN_OR_RETURN(std::shared_ptr<const tenancy::TenantTree> tenants,
-                         BuildTenants(options, jobs, cluster.total_gpus()));
+                         BuildTenants(options, jobs, cluster.total_gpus(), std::move(inference_tenants)));
   if (tenants) r.tenants = options.tenants.empty() ? "given" : options.tenants;
+  if (fleets && tenants) {
+    for (const std::string& g : options.inference->fleets.groups.empty() ? std::vector<std::string>{} : options.inference->fleets.groups) {
+      const tenancy::TenantId t = tenants->Find(g);
+      if (t == tenancy::kNoTenant || !tenants->is_leaf(t))
+        return MakeError(ErrorCode::kNotFound, "inference tenant '{}' is not a leaf of the tenants; add it", g);
+    }
+  }
   if (tenants) {
     for (size_t i = 0; i < jobs.size(); ++i) r.jobs[i].tenant = jobs[i].group;
   }
@@ -229,7 +277,6 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     setup.tenant_options.restart_penalty_s = options.restart_penalty_s;
     if (options.reclaim_slowdown_max > 0) setup.tenant_options.reclaim_slowdown_max = options.reclaim_slowdown_max;
   }
-  const int64_t t0 = *jobs.front().submit_time_s;
   TIDAL_ASSIGN_OR_RETURN(std::unique_ptr<Replay> replay, Replay::Make(std::move(cluster), std::move(setup), t0));
   const ClusterState& c = replay->cluster();
   WorkQueue& queue = replay->queue();
@@ -257,12 +304,15 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
 
   const int64_t total_milli = c.total_gpu_milli();
   int64_t done = 0;
-  auto unresolvable = [&](const UnresolvableJob& u) {
+  auto unresolvable = [&](const UnresolvableJob& u) -> Status {
+    if (fleets && fleets->Owns(u.job->id))
+      return MakeError(ErrorCode::kUnresolvable, "inference replica '{}' can never be placed: {}", u.job->name, u.reason);
     QueueJobRecord& rec = r.jobs[index.at(u.job->id)];
     rec.outcome = JobOutcome::kUnresolvable;
     rec.reason = u.reason;
     ++r.jobs_unresolvable;
     ++done;
+    return Ok();
   };
 
   // Piecewise-constant integrals between event times, in milli-GPU-seconds.
@@ -274,9 +324,6 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   // The window's integrals, and the rates they integrate: FLOP/s of the
   // modelled jobs working now, peak FLOP/s of the GPUs modelled jobs hold,
   // GPUs held idle by zombies.
-  if (options.window_s < 0) return MakeError(ErrorCode::kInvalidArgument, "the window must be >= 0 seconds");
-  r.window_s = options.window_s > 0 ? options.window_s : std::max<int64_t>(1, *jobs.back().submit_time_s - t0);
-  const int64_t window_end = t0 + r.window_s;
   struct Rate {
     double flops = 0, peak_bf16 = 0, peak_native = 0;
     bool working = true;
@@ -387,12 +434,18 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   }
   std::vector<std::pair<size_t, StartEstimate>> arrival_estimates;  // (job index, estimate)
   int64_t estimates_sampled = 0, estimates_at_once = 0;
-  std::vector<const Job*> finished;
-  while (next_arrival < jobs.size() || replay->has_finishes()) {
+  std::vector<const Job*> finished, replicas_arrived;
+  int64_t next_hour = t0;
+  // With inference the replicas never end by themselves: the run ends with
+  // the training.
+  while (fleets ? done < r.jobs_total : (next_arrival < jobs.size() || replay->has_finishes())) {
     const int64_t arrival = next_arrival < jobs.size() ? *jobs[next_arrival].submit_time_s : kNoReservation;
+    // Inference scales at each minute's tick; a tick that changes nothing
+    // needs no batch.
+    const int64_t tick = fleets ? fleets->next_tick() : kNoReservation;
     // The market may want the clock sooner (a meter boundary, a zombie's
     // sample): it advances alone, and the replay only if it reclaims a zombie.
-    const int64_t replay_next = replay->PeekBatch(arrival);
+    const int64_t replay_next = replay->PeekBatch(std::min(arrival, tick));
     const int64_t market_next = market ? market->NextWake() : kNoReservation;
     const bool market_first = market_next < replay_next;
     TIDAL_RETURN_IF_ERROR(explain(market_first ? market_next : replay_next, prev));
@@ -402,8 +455,24 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       if (reclaim.empty()) continue;  // nothing changed for the queue
     }
     for (JobId id : reclaim) TIDAL_RETURN_IF_ERROR(replay->EndNow(id, market_next));
-    const int64_t now = replay->NextBatch(arrival);
+    bool ticked = false;
+    replicas_arrived.clear();
+    if (!market_first && tick == replay_next) {
+      TIDAL_ASSIGN_OR_RETURN(const bool changed, fleets->Scale(*replay, replicas_arrived));
+      if (!changed && replay->PeekBatch(arrival) > tick) {
+        fleets->EndMinute(tick < window_end);
+        continue;
+      }
+      ticked = true;
+    }
+    const int64_t now = replay->NextBatch(std::min(arrival, ticked ? tick : kNoReservation));
     const int64_t dt = now - prev;
+    // The hours this batch passes: the state that held at each.
+    for (; next_hour <= now; next_hour += 3600) {
+      const double inf = fleets ? fleets->gpus() : 0;
+      r.hourly.push_back({static_cast<double>(alloc_now) / kMilliPerGpu - inf, inf, static_cast<double>(hoarding_now),
+                          static_cast<int64_t>(queue.waiting()) - (fleets ? fleets->waiting() : 0)});
+    }
     alloc_integral += alloc_now * dt;
     if (const int64_t wdt = std::min(now, window_end) - std::min(prev, window_end); wdt > 0) {
       const double w = static_cast<double>(wdt);
@@ -413,6 +482,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       r.window_model_flops += flops_now * w;
       r.window_peak_bf16_flops += peak_bf16_now * w;
       r.window_peak_native_flops += peak_native_now * w;
+      if (fleets) r.window_inference_gpu_s += fleets->gpus() * w;
     }
     for (tenancy::TenantId t : violating) tenant_violation_s[static_cast<size_t>(t)] += static_cast<double>(dt);
     violation_tenant_s += static_cast<double>(dt) * static_cast<double>(violating.size());
@@ -443,6 +513,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     for (const Job* j : finished) {
       runs.erase(j->id);
       if (guarantees) guarantees->Running(*j, -1);
+      if (fleets && fleets->Owns(j->id)) continue;  // a replica scaled in
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
       rate_end(j->id, j->num_gpu, rec.idle_since_s >= 0);
       end_idle(rec, *j, now);
@@ -459,13 +530,22 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       TIDAL_RETURN_IF_ERROR(replay->Arrive(jobs[next_arrival], rejected));
       if (guarantees && rejected.size() == before) guarantees->Waiting(jobs[next_arrival], +1);
     }
-    for (const UnresolvableJob& u : rejected) unresolvable(u);
+    for (const UnresolvableJob& u : rejected) TIDAL_RETURN_IF_ERROR(unresolvable(u));
+    if (guarantees)
+      for (const Job* j : replicas_arrived) guarantees->Waiting(*j, +1);
+    // A scale-out the forecast asked for preempts with notice.
+    if (fleets && tenant_queue) tenant_queue->set_preempt_checkpoint_s(ticked ? fleets->preempt_checkpoint_s() : -1);
+    const MigCounters mig_before = c.mig_counters();
 
     TIDAL_ASSIGN_OR_RETURN(QueuePass pass, replay->Pass(now));
     for (const PreemptedJob& pj : pass.preempted) {
       if (guarantees) {
         guarantees->Running(*pj.job, -1);
         guarantees->Waiting(*pj.job, +1);
+      }
+      if (fleets && fleets->Owns(pj.job->id)) {
+        fleets->Preempted(pj.job->id);
+        continue;
       }
       QueueJobRecord& rec = r.jobs[index.at(pj.job->id)];
       // The work it loses is done again later: delivered once.
@@ -507,6 +587,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       }
       for (size_t si = 0; si < pass.started.size(); ++si) {
         const Job* j = pass.started[si];
+        if (fleets && fleets->Owns(j->id)) continue;  // inference is not metered
         TIDAL_RETURN_IF_ERROR(market->Start(j->id, tenant_queue->tenant_of(*j), j->TotalGpuMilli(), now,
                                             pass.ends[si], borrowed[si] != 0));
       }
@@ -516,6 +597,12 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       if (guarantees) {
         guarantees->Waiting(*j, -1);
         guarantees->Running(*j, +1);
+      }
+      if (fleets && fleets->Owns(j->id)) {
+        const MigCounters& m = c.mig_counters();
+        fleets->Started(*j, now, m.instances_created > mig_before.instances_created, m.mode_changes > mig_before.mode_changes,
+                        ticked && fleets->notice() && !pass.preempted.empty());
+        continue;
       }
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
       if (rec.start_s < 0) rec.start_s = now;  // queueing delay ends at the first start
@@ -560,12 +647,17 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       }
     }
     for (const UnresolvableJob& u : pass.unresolvable) {
-      unresolvable(u);
+      TIDAL_RETURN_IF_ERROR(unresolvable(u));
       if (guarantees) guarantees->Waiting(*u.job, -1);
     }
     r.backfilled += pass.backfilled;
+    if (fleets) {
+      TIDAL_RETURN_IF_ERROR(replay->ReleaseIdleMig());
+      if (ticked) fleets->EndMinute(tick < window_end);
+    }
 
-    if (const Job* head = queue.head(); head != nullptr && queue.reservation_s() != kNoReservation) {
+    if (const Job* head = queue.head();
+        head != nullptr && queue.reservation_s() != kNoReservation && !(fleets && fleets->Owns(head->id))) {
       QueueJobRecord& rec = r.jobs[index.at(head->id)];
       if (rec.reserved_s < 0) rec.reserved_s = queue.reservation_s();
     }
@@ -607,12 +699,14 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     }
   }
   TIDAL_RETURN_IF_ERROR(explain(kNoReservation, prev));
-  if (queue.waiting() != 0 || queue.running() != 0) {
+  const int64_t replicas_live = fleets ? fleets->waiting() + fleets->running() : 0;
+  if (static_cast<int64_t>(queue.waiting() + queue.running()) != replicas_live) {
     return MakeError(ErrorCode::kInternal, "replay ended with {} jobs waiting and {} running; this is a bug",
                      queue.waiting(), queue.running());
   }
   if (options.progress) options.progress({done, r.jobs_total, prev - t0, 0, 0});
   for (const QueueJobRecord& rec : r.jobs) r.hoarded_gpu_hours += static_cast<double>(rec.hoarded_gpu_s) / 3600.0;
+  if (fleets) r.inference = fleets->Results();
   if (market) {
     TIDAL_ASSIGN_OR_RETURN(MarketSimResult m, market->Finish());
     r.market = std::move(m);

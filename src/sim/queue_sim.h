@@ -35,6 +35,8 @@
 #include "common/result.h"
 #include "scheduler/queue.h"
 #include "tenancy/tenant_tree.h"
+#include "inference/service.h"
+#include "sim/inference_fleets.h"
 #include "sim/market_sim.h"
 #include "sim/metrics.h"
 #include "sim/workload_model.h"
@@ -129,6 +131,21 @@ struct QueueSimOptions {
   // The market (tenant-queue policies only): prices, budgets, lending
   // credits, and the zombie detector that reclaims hoarded GPUs.
   std::optional<MarketSimOptions> market;
+  // Inference services in the same pool (sim/inference_fleets.h): each
+  // minute their replicas are scaled to the fleets' targets and wait, start
+  // and preempt like any job (priority 1000). Each service's replicas form
+  // their own tenant (InferenceFleetsOptions::groups, default "inf-NAME"):
+  // with --tenants proportional a guaranteed-tier leaf whose floor is the
+  // service's peak GPUs over the window, the training tenants sharing the
+  // rest in proportion. `lend` false: its idle floor is never lent (a
+  // separate inference fleet); true: training borrows it and gives it back
+  // when the service scales out (co-location). The horizon is the window.
+  struct Inference {
+    std::vector<inference::Service> services;
+    InferenceFleetsOptions fleets;
+    bool lend = true;
+  };
+  std::optional<Inference> inference;
 };
 
 enum class JobOutcome { kFinished, kUnresolvable };
@@ -269,6 +286,18 @@ struct QueueSimResult {
   double window_model_flops = 0;
   double window_peak_bf16_flops = 0;
   double window_peak_native_flops = 0;
+  // Inference (QueueSimOptions::inference): per service over the window's
+  // minutes, and the GPUs its replicas held (GPU-seconds in the window).
+  std::vector<ServiceResult> inference;
+  double window_inference_gpu_s = 0;
+  // Hour by hour from the first submission to the end: GPUs held by
+  // training (zombies included) and by inference replicas, GPUs zombies hold
+  // idle, and jobs waiting (training only), as they stood at each hour.
+  struct Hour {
+    double training_gpus = 0, inference_gpus = 0, hoarded_gpus = 0;
+    int64_t waiting = 0;
+  };
+  std::vector<Hour> hourly;
   // --explain: the job's state at the chosen time and its blocking causes.
   struct Explained {
     int64_t job = -1;

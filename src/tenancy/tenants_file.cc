@@ -228,6 +228,16 @@ Result<TenantTree> ProportionalTenants(std::vector<GroupUsage> groups, int64_t t
   return TenantTree::Build(std::move(specs));
 }
 
+Result<TenantTree> WithLeaves(const TenantTree& tree, std::vector<TenantSpec> leaves) {
+  std::vector<TenantSpec> specs;
+  for (TenantId t = 0; t < tree.size(); ++t) specs.push_back(tree.spec(t));
+  for (TenantSpec& l : leaves) {
+    if (l.parent.empty()) l.parent = tree.spec(tree.root()).name;
+    specs.push_back(std::move(l));
+  }
+  return TenantTree::Build(std::move(specs));
+}
+
 Result<TenantTree> WithoutBorrowing(const TenantTree& tree) {
   std::vector<TenantSpec> specs;
   for (TenantId t = 0; t < tree.size(); ++t) {

@@ -44,6 +44,10 @@ struct GroupUsage {
 // GPU when there are enough). No borrowing or lending limits.
 Result<TenantTree> ProportionalTenants(std::vector<GroupUsage> groups, int64_t total_gpus);
 
+// The same tree with `leaves` added (their parent must exist, the root when
+// empty): tenants a driver adds to a given tree, e.g. inference services.
+Result<TenantTree> WithLeaves(const TenantTree& tree, std::vector<TenantSpec> leaves);
+
 // The same tree with every leaf's borrowing limit set to 0: each tenant
 // runs only within its floor (static partitions, the department wall).
 Result<TenantTree> WithoutBorrowing(const TenantTree& tree);
