@@ -31,7 +31,7 @@ int Run(const OrgArgs& a) {
   if (!config) return fail(config.error());
   if (a.limit >= 0) config->limit = a.limit;
   const bool tty = isatty(STDERR_FILENO) != 0;
-  fmt::print(stderr, "[org] {}: before, after and 4 ablations (each a replay of the trace)\n", config->name);
+  fmt::print(stderr, "[org] {}: before, after and {} ablations (each a replay of the trace)\n", config->name, config->inference ? 5 : 4);
   auto r = sim::RunOrg(*config, a.threads, [&](const sim::OrgProgress& p) {
     fmt::print(stderr, "{}[org] {}/{} sides done (last: {}){}", tty ? "\r" : "", p.done, p.total, p.last,
                tty ? "          " : "\n");

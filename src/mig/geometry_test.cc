@@ -27,6 +27,8 @@ TEST(MigGeometry, FindsModelsByAliasAndNvidiaSmiName) {
   EXPECT_EQ(FindGeometry("A100")->model, "A100-SXM4-40GB");
   EXPECT_EQ(FindGeometry("A100-SXM-80GB")->model, "A100-SXM4-80GB");
   EXPECT_EQ(FindGeometry("H200")->model, "H200-141GB");
+  EXPECT_EQ(FindGeometry("H800")->model, "H100-80GB");  // Lingjun's fleet: the export H100, the same MIG
+  EXPECT_EQ(FindGeometry("NVIDIA H800")->model, "H100-80GB");
   EXPECT_EQ(FindGeometry("V100"), nullptr);
   EXPECT_EQ(FindGeometry("T4"), nullptr);
   EXPECT_EQ(FindGeometry(""), nullptr);
@@ -154,6 +156,39 @@ TEST(MigGeometry, BadLayoutTable) {
     ASSERT_FALSE(layout) << c.layout;
     EXPECT_NE(layout.error().message.find(c.error), std::string::npos) << c.layout << " -> " << layout.error().message;
   }
+}
+
+// Fits (the packers' question) answers as CanAdd (the readers' message) for
+// every instance against every layout one or two instances deep, on every
+// geometry, both driver generations.
+TEST(MigGeometry, FitsAgreesWithCanAdd) {
+  const std::vector<std::string> models = {"A100", "A100-80GB", "H100", "H200"};
+  int checked = 0, fits = 0;
+  for (const std::string& m : models) {
+    const Geometry& g = *FindGeometry(m);
+    std::vector<Instance> all;
+    for (int p = -1; p <= static_cast<int>(g.profiles.size()); ++p)
+      for (int start = -1; start <= 8; ++start) all.push_back({p, start});
+    std::vector<Layout> layouts = {Layout{}};
+    for (const Instance& a : all) {
+      if (!CanAdd(g, Layout{}, a)) continue;
+      layouts.push_back(Layout{{a}});
+      for (const Instance& b : all)
+        if (CanAdd(g, Layout{{a}}, b)) layouts.push_back(Layout{{a, b}});
+    }
+    for (const DriverCaps caps : {DriverCaps{}, DriverCaps{.allow_4g_with_3g = false}}) {
+      for (const Layout& l : layouts) {
+        for (const Instance& in : all) {
+          const bool can = CanAdd(g, l, in, caps).has_value();
+          ASSERT_EQ(Fits(g, l, in, caps), can) << m << " " << FormatLayout(g, l) << " + " << in.profile << "@" << in.start;
+          ++checked;
+          fits += can;
+        }
+      }
+    }
+  }
+  EXPECT_GT(fits, 1000);
+  EXPECT_GT(checked, fits * 2);
 }
 
 TEST(MigGeometry, ComputeLimitIsSevenExactly) {

@@ -60,10 +60,11 @@ Status ReadInts(const YAML::Node& m, const std::string& key, const std::string& 
 Status ReadFleetKnobs(const YAML::Node& replica, const YAML::Node& autoscaler, const std::string& path, InferenceFleetsOptions& o) {
   auto where = [&](const YAML::Node& n) { return fmt::format("{}:{}", path, n.Mark().line + 1); };
   try {
-    if (replica)
+    if (replica && !replica.IsNull())
       TIDAL_RETURN_IF_ERROR(ReadInts(replica, "replica", where(replica),
                                      {{"startup_s", &o.startup_s}, {"mig_create_s", &o.mig_create_s}, {"mig_mode_s", &o.mig_mode_s}}));
-    if (YAML::Node n = YAML::Clone(autoscaler)) {
+    if (autoscaler && !autoscaler.IsNull()) {
+      YAML::Node n = YAML::Clone(autoscaler);
       if (n.IsMap() && n["error_quantile"]) {
         o.error_quantile = n["error_quantile"].as<double>();
         if (!(o.error_quantile >= 0 && o.error_quantile <= 1))

@@ -111,7 +111,7 @@ Result<OrgConfig> ReadOrgConfig(const std::string& path) {
     if (c.checkpoint_interval_s <= 0 || c.restart_penalty_s < 0) {
       return MakeError(ErrorCode::kParse, "{}: checkpoint_interval must be > 0 and restart_penalty >= 0 seconds", path);
     }
-    if (const YAML::Node n = doc["inference"]) {
+    if (YAML::Node n = doc["inference"]) {  // not const: a missing key is a null node, not a zombie
       if (!n.IsMap() || !n["services"])
         return MakeError(ErrorCode::kParse, "{}: inference is a map {{services: FILE, replica: {{...}}, autoscaler: {{...}}, "
                                             "checkpoint_write_s: S}}", where(n));
@@ -123,8 +123,9 @@ Result<OrgConfig> ReadOrgConfig(const std::string& path) {
       }
       OrgInference inf;
       inf.services = ResolveConfigPath(path, n["services"].as<std::string>());
-      TIDAL_ASSIGN_OR_RETURN(inf.loaded, inference::ReadServicesFile(
-                                             inf.services, std::filesystem::path(inf.services).parent_path().string()));
+      auto loaded = inference::ReadServicesFile(inf.services, std::filesystem::path(inf.services).parent_path().string());
+      if (!loaded) return MakeError(ErrorCode::kParse, "{}: inference.services: {}", where(n["services"]), loaded.error().message);
+      inf.loaded = std::move(*loaded);
       if (inf.loaded.empty()) return MakeError(ErrorCode::kParse, "{}: {} has no services", where(n["services"]), inf.services);
       TIDAL_RETURN_IF_ERROR(ReadFleetKnobs(n["replica"], n["autoscaler"], path, inf.knobs));
       if (n["checkpoint_write_s"]) {

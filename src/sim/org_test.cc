@@ -169,6 +169,8 @@ class OrgConfigTest : public ::testing::Test {
   fs::path dir_;
 };
 
+const std::string kServices = std::string(TIDAL_SOURCE_DIR) + "/data/org/services.yaml";
+
 constexpr const char* kSides = R"(before: {queue: static-partitions, placer: first-fit, workload_model: t.yaml}
 after: {queue: tidal, placer: topo, workload_model: p.yaml, market: true}
 )";
@@ -213,6 +215,16 @@ TEST_F(OrgConfigTest, BadInputsSayWhereAndWhat) {
       {"market on fifo", head + "before: {queue: fifo, placer: topo, workload_model: t.yaml, market: true}\nafter: {queue: tidal, placer: topo, workload_model: p.yaml}\n",
        "the market needs a tenant queue"},
       {"not yaml", head + "before: [\n", "org.yaml:"},
+      {"inference no services", head + "inference: {replica: {startup_s: 1}}\n" + kSides,
+       "org.yaml:5: inference is a map {services: FILE"},
+      {"inference key", head + "inference: {services: s.yaml, lead: 1}\n" + kSides, "unknown key inference.lead"},
+      {"inference file", head + "inference: {services: none.yaml}\n" + kSides, "none.yaml"},
+      {"inference knob", head + "inference: {services: " + kServices + ", autoscaler: {lead_s: -5}}\n" + kSides,
+       "autoscaler.lead_s must be >= 0"},
+      {"inference write", head + "inference: {services: " + kServices + ", checkpoint_write_s: -1}\n" + kSides,
+       "org.yaml:5: inference.checkpoint_write_s must be >= 0"},
+      {"side colocation", head + "before: {queue: fifo, placer: topo, workload_model: t.yaml, colocation: maybe}\nafter: {queue: tidal, placer: topo, workload_model: p.yaml}\n",
+       "org.yaml:5:"},
   };
   for (const Bad& b : cases) {
     SCOPED_TRACE(b.name);
@@ -237,6 +249,53 @@ TEST(OrgConfig, TheShippedDefaultReads) {
   }
   EXPECT_FALSE(WorkloadModel::Read(c->before.workload_model)->planned());
   EXPECT_TRUE(WorkloadModel::Read(c->after.workload_model)->planned());
+  // Inference: three services on the real traces, a separate fleet before, co-location after.
+  ASSERT_TRUE(c->inference.has_value());
+  EXPECT_EQ(c->inference->loaded.size(), 3u);
+  EXPECT_EQ(c->inference->knobs.lead_s, 1800);
+  EXPECT_DOUBLE_EQ(c->inference->knobs.error_quantile, 0.97);
+  EXPECT_EQ(c->inference->knobs.checkpoint_write_s, 120);
+  EXPECT_FALSE(c->before.colocation);
+  EXPECT_TRUE(c->after.colocation);
+}
+
+// The outputs of a run with inference: its keys in the JSON, the hourly CSV
+// and the charts of GPU use by tier and queue length in the report.
+TEST_F(OrgConfigTest, OutputsCarryInferenceAndTheHours) {
+  OrgConfig c;
+  c.name = "hand";
+  c.after.colocation = true;
+  OrgResult r;
+  r.total_gpus = 16;
+  r.window_s = 2 * 86400;
+  for (OrgFigures* f : {&r.before, &r.after}) {
+    f->name = f == &r.before ? "before" : "after";
+    f->side.colocation = f == &r.after;
+    f->inference = {{"big", f == &r.after ? 0.995 : 1.0, 2880, 3, 4, 100, {7, 0}}};
+    f->inference_gpu_share = f == &r.after ? 0.25 : 0.5;
+    f->hourly = {{8, 8, 0, 2}, {16, 0, 1, 0}};
+  }
+  r.ablations.push_back(r.after);
+  r.ablations.back().name = "no_colocation";
+  const auto j = OrgJson(c, r);
+  EXPECT_DOUBLE_EQ(j["after"]["inference"]["services"]["big"]["slo_minutes_met"].get<double>(), 0.995);
+  EXPECT_TRUE(j["after"]["inference"]["colocation"].get<bool>());
+  EXPECT_DOUBLE_EQ(j["before"]["inference"]["gpu_share"].get<double>(), 0.5);
+  EXPECT_TRUE(j["ablations"].contains("no_colocation"));
+  EXPECT_THAT(OrgTable(r), HasSubstr("SLOmin"));
+  EXPECT_THAT(OrgTable(r), HasSubstr("99.50%"));
+  ASSERT_TRUE(WriteOrgOutputs(c, r, (dir_ / "out").string()));
+  std::ifstream hourly(dir_ / "out" / "hourly.csv");
+  std::stringstream hs;
+  hs << hourly.rdbuf();
+  EXPECT_THAT(hs.str(), HasSubstr("side,hour,training_gpus,inference_gpus,hoarded_gpus,waiting_jobs\n"));
+  EXPECT_THAT(hs.str(), HasSubstr("after,1,16.000,0.000,1,0\n"));
+  std::ifstream html(dir_ / "out" / "report.html");
+  std::stringstream ss;
+  ss << html.rdbuf();
+  EXPECT_THAT(ss.str(), HasSubstr("GPUs in use by tier, after"));
+  EXPECT_THAT(ss.str(), HasSubstr("training jobs waiting"));
+  EXPECT_THAT(ss.str(), HasSubstr("inference replicas"));
 }
 
 }  // namespace

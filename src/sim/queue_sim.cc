@@ -436,6 +436,11 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   int64_t estimates_sampled = 0, estimates_at_once = 0;
   std::vector<const Job*> finished, replicas_arrived;
   int64_t next_hour = t0;
+  auto sample_hour = [&] {
+    const double inf = fleets ? fleets->gpus() : 0;
+    r.hourly.push_back({static_cast<double>(alloc_now) / kMilliPerGpu - inf, inf, static_cast<double>(hoarding_now),
+                        static_cast<int64_t>(queue.waiting()) - (fleets ? fleets->waiting() : 0)});
+  };
   // With inference the replicas never end by themselves: the run ends with
   // the training.
   while (fleets ? done < r.jobs_total : (next_arrival < jobs.size() || replay->has_finishes())) {
@@ -467,12 +472,8 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     }
     const int64_t now = replay->NextBatch(std::min(arrival, ticked ? tick : kNoReservation));
     const int64_t dt = now - prev;
-    // The hours this batch passes: the state that held at each.
-    for (; next_hour <= now; next_hour += 3600) {
-      const double inf = fleets ? fleets->gpus() : 0;
-      r.hourly.push_back({static_cast<double>(alloc_now) / kMilliPerGpu - inf, inf, static_cast<double>(hoarding_now),
-                          static_cast<int64_t>(queue.waiting()) - (fleets ? fleets->waiting() : 0)});
-    }
+    // The hours before this batch: the state that held since the last one.
+    for (; next_hour < now; next_hour += 3600) sample_hour();
     alloc_integral += alloc_now * dt;
     if (const int64_t wdt = std::min(now, window_end) - std::min(prev, window_end); wdt > 0) {
       const double w = static_cast<double>(wdt);
@@ -671,6 +672,10 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       TIDAL_RETURN_IF_ERROR(market->Observe(now, alloc_now, tenant_usage));
     }
     waiting_now = queue.waiting() > 0;
+    if (next_hour == now) {  // an hour at this batch: the state after it
+      sample_hour();
+      next_hour += 3600;
+    }
     violating.clear();
     if (guarantees) {
       violating = guarantees->Violating(total_milli - alloc_now);

@@ -373,6 +373,39 @@ RC_GTEST_PROP(ProportionalTenantsProperty, FloorsSumExactlyAndAreProportional, (
 
 // --- without borrowing ----------------------------------------------------
 
+TEST(WithLeavesTest, AddsLeavesUnderTheRootOrTheirParent) {
+  const TenantTree base = Read(R"(version: 1
+tenants:
+  - name: org
+  - name: bg
+    parent: org
+    quota:
+      gpu: {nominal: 6}
+)");
+  TenantSpec inf{.name = "inf-chat", .tier = Tier::kGuaranteed, .source = "service"};
+  inf.quotas.push_back({"gpu", Quota{.nominal = 2000, .lending_limit = 0}});
+  TenantSpec team{.name = "team", .parent = "bg"};
+  team.quotas.push_back({"gpu", Quota{.nominal = 1000}});
+  auto t = WithLeaves(base, {inf, team});
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  ASSERT_EQ(t->size(), base.size() + 2);
+  const ResourceId gpu = *t->resource("gpu");
+  const TenantId i = t->Find("inf-chat");
+  ASSERT_NE(i, kNoTenant);
+  EXPECT_EQ(t->parent(i), t->root());
+  EXPECT_EQ(t->parent(t->Find("team")), t->Find("bg"));
+  EXPECT_TRUE(t->is_leaf(i));
+  EXPECT_EQ(t->spec(i).tier, Tier::kGuaranteed);
+  EXPECT_EQ(t->quota(i, gpu).lending_limit, 0);
+  // S(bg) = 6000 + 1000 (team lends all); inf-chat lends nothing to the root
+  // (lending limit 0: its 2000 are guaranteed to it alone).
+  EXPECT_EQ(t->subtree(t->root(), gpu), 6000 + 1000);
+  EXPECT_EQ(t->subtree(i, gpu), 2000);
+  // A name that exists is refused by the tree's own validation.
+  auto dup = WithLeaves(base, {TenantSpec{.name = "bg"}});
+  EXPECT_FALSE(dup.has_value());
+}
+
 TEST(WithoutBorrowingTest, LeavesGetTheirFloorAndNoMore) {
   const TenantTree base = Read(R"(version: 1
 tenants:

@@ -1,0 +1,170 @@
+// Inference services inside the queue replay (QueueSimOptions::inference,
+// the org experiment's co-location lever), checked by hand on two 8-GPU
+// nodes: one service needs nothing until noon and 4 TP2 replicas (8 GPUs)
+// after it; one training tenant has two 8-GPU jobs.
+//   separate fleet (lend false, replicas at the peak): the service's 8-GPU
+//     floor is never lent, so one training job runs and the other waits
+//     until the first ends; the SLO is met every minute.
+//   co-location (lend true, forecast autoscaling): both training jobs run
+//     on the idle floor in the morning; at noon the service takes its floor
+//     back by preempting one of them, and misses the minutes its replicas
+//     take to start.
+#include <algorithm>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sim/queue_sim.h"
+
+namespace tidal::sim {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kT0 = 1'000'000'020;  // a minute boundary is not assumed
+constexpr int64_t kDay = 86400;
+
+inference::Service NoonService() {
+  inference::Service s;
+  s.name = "big";
+  s.model = "m";
+  s.shape = "tp2";
+  s.goodput_rps = 10;
+  s.gpus_per_replica = 2;
+  s.headroom = 0;
+  s.min_replicas = 0;
+  s.demand.name = "noon";
+  s.demand.step_s = 60;
+  for (int m = 0; m < 1440; ++m) s.demand.rate.push_back(m < 720 ? 0.0 : 40.0);
+  return s;
+}
+
+Job Train(JobId id, int64_t submit, int64_t duration) {
+  Job j;
+  j.id = id;
+  j.name = "train" + std::to_string(id);
+  j.source = "test";
+  j.group = "A";
+  j.num_gpu = 8;
+  j.gpu_milli = kMilliPerGpu;
+  j.single_node = true;
+  j.submit_time_s = submit;
+  j.duration_s = duration;
+  return j;
+}
+
+std::vector<NodeSpec> Nodes() { return {{"n0", 64000, 1 << 20, 8, "H100"}, {"n1", 64000, 1 << 20, 8, "H100"}}; }
+
+// Two long jobs at the start; a short one two days later ends the window.
+std::vector<Job> Jobs() { return {Train(1, kT0, 3 * kDay), Train(2, kT0, 3 * kDay), Train(3, kT0 + 2 * kDay, 600)}; }
+
+QueueSimOptions Options(bool colocate) {
+  QueueSimOptions o;
+  o.policy = "bestfit";
+  o.queue = QueuePolicy::kTidal;
+  o.tenants = "proportional";
+  o.checkpoint_interval_s = 5000;
+  o.restart_penalty_s = 60;
+  QueueSimOptions::Inference inf{.services = {NoonService()}, .lend = colocate};
+  inf.fleets.mode = colocate ? ScalingMode::kForecast : ScalingMode::kPeak;
+  inf.fleets.error_quantile = 0;
+  inf.fleets.notice = colocate;
+  inf.fleets.emptiest_first = colocate;
+  o.inference = std::move(inf);
+  return o;
+}
+
+const TenantResult* Tenant(const QueueSimResult& r, const std::string& name) {
+  for (const TenantResult& t : r.per_tenant)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+TEST(QueueInference, ASeparateFleetHoldsItsPeakAndLendsNothing) {
+  auto r = RunQueueSim(Nodes(), Jobs(), Options(false));
+  ASSERT_TRUE(r) << r.error().message;
+  // The replicas are not training jobs: three records, all finished.
+  ASSERT_EQ(r->jobs.size(), 3u);
+  EXPECT_EQ(r->jobs_finished, 3);
+  ASSERT_EQ(r->inference.size(), 1u);
+  const ServiceResult& s = r->inference[0];
+  EXPECT_EQ(s.name, "big");
+  EXPECT_EQ(s.minutes, 2 * 1440);  // the window: two days of minutes
+  EXPECT_DOUBLE_EQ(s.slo_minutes_met, 1.0);
+  EXPECT_EQ(s.max_replicas, 4);
+  EXPECT_DOUBLE_EQ(s.mean_replicas, 4.0);
+  EXPECT_EQ(r->preemptions, 0);
+  // The service's tenant: a floor of its peak (8 GPUs); training gets the rest.
+  ASSERT_NE(Tenant(*r, "inf-big"), nullptr);
+  EXPECT_EQ(Tenant(*r, "inf-big")->floor_gpus, 8);
+  EXPECT_EQ(Tenant(*r, "A")->floor_gpus, 8);
+  // One training job at a time: job 2 starts when job 1 ends.
+  EXPECT_EQ(r->jobs[0].start_s, kT0);
+  EXPECT_EQ(r->jobs[1].start_s, kT0 + 3 * kDay);
+  EXPECT_DOUBLE_EQ(r->window_inference_gpu_s, 8.0 * 2 * kDay);
+  ASSERT_FALSE(r->hourly.empty());
+  for (const QueueSimResult::Hour& h : r->hourly) {
+    EXPECT_DOUBLE_EQ(h.inference_gpus, 8);
+    EXPECT_LE(h.training_gpus, 8);
+  }
+}
+
+TEST(QueueInference, CoLocationLendsTheNightAndTakesTheFloorBackAtNoon) {
+  auto r = RunQueueSim(Nodes(), Jobs(), Options(true));
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->jobs.size(), 3u);
+  EXPECT_EQ(r->jobs_finished, 3);
+  // Both start at once on the idle inference floor...
+  EXPECT_EQ(r->jobs[0].start_s, kT0);
+  EXPECT_EQ(r->jobs[1].start_s, kT0);
+  // ...and noon takes 8 GPUs back: one preemption a day while they run.
+  EXPECT_GE(r->preemptions, 1);
+  EXPECT_EQ(r->jobs[0].preemptions + r->jobs[1].preemptions, r->preemptions);
+  const ServiceResult& s = r->inference.at(0);
+  EXPECT_EQ(s.max_replicas, 4);
+  EXPECT_LT(s.mean_replicas, 4.0);  // nothing before noon
+  // The minutes its replicas take to start at the first noon are missed; the
+  // second noon the forecast has a day of history and scales out ahead.
+  EXPECT_LT(s.slo_minutes_met, 1.0);
+  EXPECT_GT(s.slo_minutes_met, 0.99);
+  ASSERT_EQ(s.missed_by_day.size(), 2u);
+  EXPECT_GT(s.missed_by_day[0], 0);
+  EXPECT_EQ(s.missed_by_day[1], 0);
+  // Training borrowed all 16 GPUs at some hour; inference held less than a fleet at its peak.
+  EXPECT_TRUE(std::any_of(r->hourly.begin(), r->hourly.end(), [](const auto& h) { return h.training_gpus == 16; }));
+  EXPECT_LT(r->window_inference_gpu_s, 8.0 * 2 * kDay);
+  EXPECT_GT(r->window_inference_gpu_s, 0);
+  for (const QueueSimResult::Hour& h : r->hourly) EXPECT_LE(h.training_gpus + h.inference_gpus, 16.0 + 1e-9);
+}
+
+TEST(QueueInference, SameInputSameOutput) {
+  auto a = RunQueueSim(Nodes(), Jobs(), Options(true));
+  auto b = RunQueueSim(Nodes(), Jobs(), Options(true));
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->preemptions, b->preemptions);
+  EXPECT_EQ(a->inference.at(0).slo_minutes_met, b->inference.at(0).slo_minutes_met);
+  for (size_t i = 0; i < a->jobs.size(); ++i) EXPECT_EQ(a->jobs[i].finish_s, b->jobs[i].finish_s);
+}
+
+TEST(QueueInference, BadInputsSayWhat) {
+  std::vector<Job> jobs = Jobs();
+  jobs[2].id = InferenceFleets::kReplicaIdBase + 5;
+  auto clash = RunQueueSim(Nodes(), jobs, Options(true));
+  ASSERT_FALSE(clash);
+  EXPECT_THAT(clash.error().message, HasSubstr("inference replicas'"));
+
+  QueueSimOptions big = Options(false);
+  big.inference->services[0].demand.rate.assign(1440, 80.0);  // 8 replicas x 2 GPUs: the whole cluster
+  auto full = RunQueueSim(Nodes(), Jobs(), big);
+  ASSERT_FALSE(full);
+  EXPECT_THAT(full.error().message, HasSubstr("no room for training"));
+
+  QueueSimOptions shape = Options(false);
+  shape.inference->services[0].shape = "9g.90gb";
+  auto bad = RunQueueSim(Nodes(), Jobs(), shape);
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.error().message, HasSubstr("not a MIG profile"));
+}
+
+}  // namespace
+}  // namespace tidal::sim
