@@ -53,7 +53,7 @@ int Run(const OrgArgs& a) {
     fmt::print("  {:<24} before {:>10.4g}  after {:>10.4g}  target {:>8.4g}  met: {}\n", k, t["before"].get<double>(),
                t["after"].get<double>(), t["target"].get<double>(), t["met"].get<bool>() ? "yes" : "NO");
   }
-  if (!a.out.empty()) fmt::print("wrote {0}/report.html, {0}/summary.json, {0}/figures.csv and {0}/jobs_mfu.csv\n", a.out);
+  if (!a.out.empty()) fmt::print("wrote {0}/report.html, {0}/summary.json, {0}/figures.csv, {0}/jobs_mfu.csv and {0}/hourly.csv\n", a.out);
   return 0;
 }
 

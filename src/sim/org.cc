@@ -72,13 +72,13 @@ Result<OrgConfig> ReadOrgConfig(const std::string& path) {
       return MakeError(ErrorCode::kParse, "{}:1: an org config starts with 'version: 1'", path);
     }
     static const std::set<std::string> known = {"version", "name", "jobs", "format", "nodes", "topology", "tenants",
-                                                "reference_model", "market", "load", "limit", "seed", "hoarding",
+                                                "reference_model", "market", "load", "limit", "seed", "hoarding", "core_project",
                                                 "checkpoint_interval", "restart_penalty", "inference", "before", "after"};
     for (const auto& kv : doc) {
       const std::string k = kv.first.as<std::string>();
       if (!known.contains(k)) {
         return MakeError(ErrorCode::kParse, "{}: unknown key '{}' (known: name, jobs, format, nodes, topology, tenants, "
-                                            "reference_model, market, load, limit, seed, hoarding, checkpoint_interval, "
+                                            "reference_model, market, load, limit, seed, hoarding, core_project, checkpoint_interval, "
                                             "restart_penalty, inference, before, after)",
                          where(kv.first), k);
       }
@@ -96,6 +96,11 @@ Result<OrgConfig> ReadOrgConfig(const std::string& path) {
     c.market = file("market");
     if (doc["format"]) c.format = str("format");
     if (doc["tenants"]) c.tenants = str("tenants") == "proportional" ? "proportional" : file("tenants");
+    if (doc["core_project"]) {
+      c.core_project = str("core_project");
+      if (c.core_project.empty())
+        return MakeError(ErrorCode::kParse, "{}: core_project names a business group, or 'largest'", where(doc["core_project"]));
+    }
     if (doc["load"]) {
       c.load = doc["load"].as<double>();
       if (!(c.load > 0 && c.load <= 100)) return MakeError(ErrorCode::kParse, "{}: load {} must be in (0, 100]", where(doc["load"]), c.load);
@@ -181,7 +186,14 @@ OrgFigures Figures(const Arm& arm, const QueueSimResult& q, double peak_bf16) {
   }
   f.comm_share = std::max(0.0, q.comm_share);
   f.queue_delay_s = q.queue_delay_s;
-  for (const TenantResult& t : q.per_tenant) f.queue_delay_mean_s_by_bg[t.name] = t.queue_delay_s.mean;
+  for (const TenantResult& t : q.per_tenant) {
+    f.queue_delay_mean_s_by_bg[t.name] = t.queue_delay_s.mean;
+    if (t.name != q.core_tenant) continue;
+    f.core_project = t.name;
+    f.core_queue_delay_mean_s = t.queue_delay_s.mean;
+    f.core_guarantee_violation_hours = t.guarantee_violation_hours;
+    f.core_preemptions = t.preemptions;
+  }
   f.model_flops = q.window_model_flops;
   f.locality_leaf = q.locality_leaf;
   f.jobs_finished = q.jobs_finished;
@@ -246,6 +258,7 @@ Result<OrgResult> RunOrg(const OrgConfig& config, int threads, const std::functi
       o.policy = arm.side.placer;
       o.queue = *ParseQueuePolicy(arm.side.queue);
       o.tenants = config.tenants;
+      o.core_tenant = config.core_project;
       o.topology = topology;
       o.workload_model = models.at(arm.side.workload_model);
       o.reference_model = reference;

@@ -62,6 +62,7 @@ struct OrgConfig {
   std::string name;
   std::string jobs, format = "auto", nodes, topology;
   std::string tenants = "proportional";  // sim queue --tenants
+  std::string core_project;               // QueueSimOptions::core_tenant ("" = none, "largest")
   std::string reference_model;            // file: the layouts the trace's run times were measured under
   std::string market;                     // market config file ("" = the defaults)
   double load = 0.75;
@@ -84,6 +85,11 @@ struct OrgFigures {
   Summary queue_delay_s;
   std::map<std::string, double> queue_delay_mean_s_by_bg;
   double idle_gpu_share = 0, stranded_gpu_share = 0, hoarded_gpu_share = 0;
+  // The core project (OrgConfig::core_project): its name, its jobs' mean
+  // queueing delay, preemptions and guarantee-violation hours.
+  std::string core_project;
+  double core_queue_delay_mean_s = 0, core_guarantee_violation_hours = 0;
+  int64_t core_preemptions = 0;
   double model_flops = 0;               // delivered in the window
   double effective_compute_gain = 0;    // model_flops / before's - 1
   double locality_leaf = -1;

@@ -38,6 +38,11 @@ nlohmann::json FiguresJson(const OrgFigures& f) {
   for (const auto& [bg, mean] : f.queue_delay_mean_s_by_bg) by_bg[bg] = mean;
   return {
       {"inference", f.inference.empty() ? nlohmann::json(nullptr) : InferenceJson(f)},
+      {"core_project", f.core_project.empty() ? nlohmann::json(nullptr)
+                                              : nlohmann::json{{"name", f.core_project},
+                                                               {"queue_delay_mean_s", f.core_queue_delay_mean_s},
+                                                               {"preemptions", f.core_preemptions},
+                                                               {"guarantee_violation_hours", f.core_guarantee_violation_hours}}},
       {"queue", f.side.queue},
       {"placer", f.side.placer},
       {"workload_model", f.side.workload_model},
@@ -136,6 +141,7 @@ nlohmann::json OrgJson(const OrgConfig& c, const OrgResult& r) {
       {"jobs", c.jobs},
       {"topology", c.topology},
       {"tenants", c.tenants},
+      {"core_project", c.core_project},
       {"reference_model", c.reference_model},
       {"market", c.market},
       {"load", c.load},

@@ -26,6 +26,19 @@ TEST(RunOrg, BeforeAfterAndEachLeverOnAPhillySlice) {
   const fs::path dir = fs::temp_directory_path() / fmt::format("tidal_org_run_{}", ::getpid());
   fs::create_directories(dir);
   const std::string data = std::string(TIDAL_SOURCE_DIR) + "/data";
+  // One inference service on whole GPUs (Philly's GPUs have no MIG), on the
+  // real Azure conversation trace, peaking near 60 GPUs.
+  std::ofstream(dir / "services.yaml") << fmt::format(R"(version: 1
+goodput: {0}/inference/goodput.yaml
+services:
+  - name: conv
+    model: llama-3.1-8b
+    shape: gpu
+    trace: {{format: azure2024, path: {0}/inference/traces/azure2024_conv_1week_per_minute.csv, scale_to_peak_rps: 1600}}
+    headroom: 0.1
+    min_replicas: 2
+)",
+                                                      data);
   const std::string cfg = (dir / "org.yaml").string();
   std::ofstream(cfg) << fmt::format(R"(version: 1
 name: slice
@@ -38,8 +51,9 @@ market: {2}/market/reclaim-2h.yaml
 load: 0.9
 limit: 1000
 hoarding: {{share: 0.1, min_tail: 3600, max_tail: 172800, seed: 1}}
+inference: {{services: services.yaml, autoscaler: {{error_quantile: 0.97, error_window_s: 90000, error_tod_s: 3600}}}}
 before: {{queue: static-partitions, placer: first-fit, workload_model: {2}/org/typical-user.yaml}}
-after: {{queue: tidal, placer: topo, workload_model: {2}/org/planned.yaml, market: true}}
+after: {{queue: tidal, placer: topo, workload_model: {2}/org/planned.yaml, market: true, colocation: true}}
 )",
                                     philly, machines, data);
   auto c = ReadOrgConfig(cfg);
@@ -47,15 +61,27 @@ after: {{queue: tidal, placer: topo, workload_model: {2}/org/planned.yaml, marke
   std::vector<std::string> seen;
   auto r = RunOrg(*c, 2, [&](const OrgProgress& p) { seen.push_back(p.last); });
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(seen.size(), 6u);
+  EXPECT_EQ(seen.size(), 7u);
   EXPECT_EQ(r->jobs, 1000);
   EXPECT_NEAR(r->offered_load, 0.9, 1e-9);
-  ASSERT_EQ(r->ablations.size(), 4u);
+  ASSERT_EQ(r->ablations.size(), 5u);
   EXPECT_EQ(r->ablations[0].name, "no_pool");
   EXPECT_EQ(r->ablations[0].side.queue, "static-partitions");
   EXPECT_EQ(r->ablations[1].side.placer, "first-fit");
   EXPECT_EQ(r->ablations[2].side.workload_model, c->before.workload_model);
   EXPECT_FALSE(r->ablations[3].side.market);
+  EXPECT_EQ(r->ablations[4].name, "no_colocation");
+  EXPECT_FALSE(r->ablations[4].side.colocation);
+  // Inference: the separate fleet holds the peak and meets every minute;
+  // co-location holds less and still meets nearly every minute.
+  ASSERT_EQ(r->before.inference.size(), 1u);
+  ASSERT_EQ(r->after.inference.size(), 1u);
+  EXPECT_DOUBLE_EQ(r->before.inference[0].slo_minutes_met, 1.0);
+  EXPECT_GT(r->after.inference[0].slo_minutes_met, 0.95);
+  EXPECT_LT(r->after.inference_gpu_share, r->before.inference_gpu_share);
+  EXPECT_GT(r->after.inference_gpu_share, 0);
+  EXPECT_DOUBLE_EQ(r->ablations[4].inference_gpu_share, r->before.inference_gpu_share);
+  EXPECT_FALSE(r->after.hourly.empty());
   EXPECT_EQ(r->before.effective_compute_gain, 0);
   // The planner's layouts beat the typical user's, and switching the
   // planner off gives most of it back.
@@ -79,14 +105,17 @@ after: {{queue: tidal, placer: topo, workload_model: {2}/org/planned.yaml, marke
   for (const char* k : {"training_mfu", "training_mfu_native", "cluster_mfu", "comm_share", "queue_delay_s",
                         "queue_delay_mean_s_by_bg", "idle_gpu_share", "stranded_gpu_share", "effective_compute_gain"})
     EXPECT_TRUE(j["after"].contains(k)) << k;
-  for (const char* k : {"no_pool", "no_topology", "no_planner", "no_market"}) EXPECT_TRUE(j["ablations"].contains(k)) << k;
+  for (const char* k : {"no_pool", "no_topology", "no_planner", "no_market", "no_colocation"})
+    EXPECT_TRUE(j["ablations"].contains(k)) << k;
+  EXPECT_TRUE(j["after"]["inference"]["services"].contains("conv"));
+  EXPECT_TRUE(j["config"]["inference"].is_object());
   EXPECT_TRUE(j["config"].contains("offered_load"));
   auto again = RunOrg(*c, 1);
   ASSERT_TRUE(again);
   EXPECT_EQ(OrgJson(*c, *again).dump(), j.dump());
   // The report directory.
   ASSERT_TRUE(WriteOrgOutputs(*c, *r, (dir / "out").string()));
-  for (const char* f : {"summary.json", "figures.csv", "jobs_mfu.csv", "report.html"}) EXPECT_TRUE(fs::exists(dir / "out" / f)) << f;
+  for (const char* f : {"summary.json", "figures.csv", "jobs_mfu.csv", "hourly.csv", "report.html"}) EXPECT_TRUE(fs::exists(dir / "out" / f)) << f;
   std::ifstream html(dir / "out" / "report.html");
   std::stringstream ss;
   ss << html.rdbuf();

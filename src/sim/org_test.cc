@@ -177,7 +177,7 @@ after: {queue: tidal, placer: topo, workload_model: p.yaml, market: true}
 
 TEST_F(OrgConfigTest, ReadsPathsRelativeToTheFile) {
   auto c = ReadOrgConfig(Write(std::string("version: 1\njobs: j.csv\ntopology: t.csv\nreference_model: t.yaml\nload: 0.5\n"
-                                           "hoarding: {share: 0.2}\nlimit: 9\nseed: 4\n") + kSides));
+                                           "hoarding: {share: 0.2}\nlimit: 9\nseed: 4\ncore_project: vc7\n") + kSides));
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->name, "org");
   EXPECT_EQ(c->jobs, (dir_ / "j.csv").string());
@@ -187,6 +187,7 @@ TEST_F(OrgConfigTest, ReadsPathsRelativeToTheFile) {
   EXPECT_DOUBLE_EQ(c->hoarding.share, 0.2);
   EXPECT_EQ(c->limit, 9);
   EXPECT_EQ(c->seed, 4u);
+  EXPECT_EQ(c->core_project, "vc7");
   EXPECT_TRUE(c->after.market);
   EXPECT_FALSE(c->before.market);
   EXPECT_EQ(c->before.placer, "first-fit");
@@ -215,6 +216,7 @@ TEST_F(OrgConfigTest, BadInputsSayWhereAndWhat) {
       {"market on fifo", head + "before: {queue: fifo, placer: topo, workload_model: t.yaml, market: true}\nafter: {queue: tidal, placer: topo, workload_model: p.yaml}\n",
        "the market needs a tenant queue"},
       {"not yaml", head + "before: [\n", "org.yaml:"},
+      {"core project empty", head + "core_project: ''\n" + kSides, "org.yaml:5: core_project names a business group"},
       {"inference no services", head + "inference: {replica: {startup_s: 1}}\n" + kSides,
        "org.yaml:5: inference is a map {services: FILE"},
       {"inference key", head + "inference: {services: s.yaml, lead: 1}\n" + kSides, "unknown key inference.lead"},
@@ -257,6 +259,7 @@ TEST(OrgConfig, TheShippedDefaultReads) {
   EXPECT_EQ(c->inference->knobs.checkpoint_write_s, 120);
   EXPECT_FALSE(c->before.colocation);
   EXPECT_TRUE(c->after.colocation);
+  EXPECT_EQ(c->core_project, "largest");
 }
 
 // The outputs of a run with inference: its keys in the JSON, the hourly CSV

@@ -166,5 +166,56 @@ TEST(QueueInference, BadInputsSayWhat) {
   EXPECT_THAT(bad.error().message, HasSubstr("not a MIG profile"));
 }
 
+// The core project (QueueSimOptions::core_tenant): a hard floor. Tenant A
+// asks 160,000 GPU-s and B 40,000, so A's floor is 13 of 16 GPUs and B's 3.
+// A's two 8-GPU jobs need 16: as an ordinary tenant A borrows B's idle 3 and
+// both start at once; as the core project its jobs are guaranteed tier and
+// stay within its floor, so the second waits for the first.
+std::vector<Job> CoreJobs() {
+  std::vector<Job> jobs = {Train(1, kT0, 10000), Train(2, kT0, 10000), Train(3, kT0 + 20000, 5000)};
+  jobs[2].group = "B";
+  return jobs;
+}
+
+QueueSimOptions CoreOptions(const std::string& core) {
+  QueueSimOptions o;
+  o.policy = "bestfit";
+  o.queue = QueuePolicy::kTidal;
+  o.tenants = "proportional";
+  o.core_tenant = core;
+  return o;
+}
+
+TEST(QueueCoreProject, TheLargestTenantsFloorIsHard) {
+  auto plain = RunQueueSim(Nodes(), CoreJobs(), CoreOptions(""));
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(plain->core_tenant, "");
+  EXPECT_EQ(Tenant(*plain, "A")->floor_gpus, 13);
+  EXPECT_EQ(plain->jobs[1].start_s, kT0);  // borrowed
+
+  auto core = RunQueueSim(Nodes(), CoreJobs(), CoreOptions("largest"));
+  ASSERT_TRUE(core) << core.error().message;
+  EXPECT_EQ(core->core_tenant, "A");
+  EXPECT_EQ(core->jobs[0].start_s, kT0);
+  EXPECT_EQ(core->jobs[1].start_s, kT0 + 10000);  // within its floor only
+  EXPECT_EQ(core->jobs[2].start_s, kT0 + 20000);  // B still borrows A's idle floor
+
+  auto named = RunQueueSim(Nodes(), CoreJobs(), CoreOptions("A"));
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->jobs[1].start_s, kT0 + 10000);
+}
+
+TEST(QueueCoreProject, BadInputsSayWhat) {
+  auto none = RunQueueSim(Nodes(), CoreJobs(), CoreOptions("nosuch"));
+  ASSERT_FALSE(none);
+  EXPECT_THAT(none.error().message, HasSubstr("no tenant 'nosuch'"));
+  QueueSimOptions fifo = CoreOptions("A");
+  fifo.queue = QueuePolicy::kFifoBackfill;
+  fifo.tenants = "";
+  auto untenanted = RunQueueSim(Nodes(), CoreJobs(), fifo);
+  ASSERT_FALSE(untenanted);
+  EXPECT_THAT(untenanted.error().message, HasSubstr("a core project needs tenants"));
+}
+
 }  // namespace
 }  // namespace tidal::sim

@@ -257,6 +257,24 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   }
   TIDAL_ASSIGN_OR_RETURN(std::shared_ptr<const tenancy::TenantTree> tenants,
                          BuildTenants(options, jobs, cluster.total_gpus(), std::move(inference_tenants)));
+  if (!options.core_tenant.empty()) {
+    if (!tenants) return MakeError(ErrorCode::kInvalidArgument, "a core project needs tenants (--tenants)");
+    std::string core = options.core_tenant;
+    if (core == "largest") {
+      int64_t best = -1;
+      const std::optional<tenancy::ResourceId> gpu = tenants->resource("gpu");
+      for (tenancy::TenantId t : tenants->Leaves()) {
+        const int64_t floor = gpu ? tenants->quota(t, *gpu).nominal : 0;
+        if (tenants->spec(t).tier == tenancy::Tier::kGuaranteed) continue;  // inference services
+        if (floor > best || (floor == best && tenants->name(t) < core)) best = floor, core = tenants->name(t);
+      }
+    }
+    if (const tenancy::TenantId id = tenants->Find(core); id != tenancy::kNoTenant && !tenants->is_leaf(id))
+      return MakeError(ErrorCode::kInvalidArgument, "the core project '{}' is not a leaf tenant; name a business group", core);
+    TIDAL_ASSIGN_OR_RETURN(tenancy::TenantTree t, tenancy::WithTier(*tenants, core, tenancy::Tier::kGuaranteed));
+    tenants = std::make_shared<const tenancy::TenantTree>(std::move(t));
+    r.core_tenant = core;
+  }
   if (tenants) r.tenants = options.tenants.empty() ? "given" : options.tenants;
   if (fleets && tenants) {
     for (const std::string& g : options.inference->fleets.groups.empty() ? std::vector<std::string>{} : options.inference->fleets.groups) {

@@ -97,6 +97,11 @@ struct QueueSimOptions {
   // tenants file (docs/tenancy.md). `tenant_tree` overrides it.
   std::string tenants;
   std::shared_ptr<const tenancy::TenantTree> tenant_tree;
+  // The organisation's core project: a leaf tenant whose jobs are all
+  // guaranteed tier — they run within its floor and no other tenant's reclaim
+  // or priority ever preempts them (a hard floor). "" = none; "largest" =
+  // the leaf with the largest GPU floor (ties: the first by name).
+  std::string core_tenant;
   // Preemption: checkpoints every this many seconds of run time; a
   // restart costs restart_penalty_s of run time.
   int64_t checkpoint_interval_s = 1800;
@@ -255,6 +260,7 @@ struct QueueSimResult {
   // capacity within that floor (free + its usage < its floor): counted per
   // pass and tenant, and integrated in tenant-hours.
   std::string tenants;
+  std::string core_tenant;  // the leaf made the core project ("" = none)
   std::string estimate = "exact";
   int64_t preemptions = 0;
   double lost_gpu_hours = 0;

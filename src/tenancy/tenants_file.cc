@@ -238,6 +238,17 @@ Result<TenantTree> WithLeaves(const TenantTree& tree, std::vector<TenantSpec> le
   return TenantTree::Build(std::move(specs));
 }
 
+Result<TenantTree> WithTier(const TenantTree& tree, const std::string& tenant, Tier tier) {
+  const TenantId id = tree.Find(tenant);
+  if (id == kNoTenant) return MakeError(ErrorCode::kNotFound, "no tenant '{}' to make {}", tenant, TierName(tier));
+  std::vector<TenantSpec> specs;
+  for (TenantId t = 0; t < tree.size(); ++t) {
+    specs.push_back(tree.spec(t));
+    if (t == id) specs.back().tier = tier;
+  }
+  return TenantTree::Build(std::move(specs));
+}
+
 Result<TenantTree> WithoutBorrowing(const TenantTree& tree) {
   std::vector<TenantSpec> specs;
   for (TenantId t = 0; t < tree.size(); ++t) {

@@ -48,6 +48,11 @@ Result<TenantTree> ProportionalTenants(std::vector<GroupUsage> groups, int64_t t
 // empty): tenants a driver adds to a given tree, e.g. inference services.
 Result<TenantTree> WithLeaves(const TenantTree& tree, std::vector<TenantSpec> leaves);
 
+// The same tree with `tenant`'s default tier set to `tier` (e.g. a core
+// project whose floor is hard: guaranteed-tier jobs run within it and no other
+// tenant ever preempts them). `tenant` is a name or a group alias.
+Result<TenantTree> WithTier(const TenantTree& tree, const std::string& tenant, Tier tier);
+
 // The same tree with every leaf's borrowing limit set to 0: each tenant
 // runs only within its floor (static partitions, the department wall).
 Result<TenantTree> WithoutBorrowing(const TenantTree& tree);
