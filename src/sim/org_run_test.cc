@@ -37,6 +37,7 @@ services:
     trace: {{format: azure2024, path: {0}/inference/traces/azure2024_conv_1week_per_minute.csv, scale_to_peak_rps: 1600}}
     headroom: 0.1
     min_replicas: 2
+    slo: "p90 TTFT 2 s, p90 TPOT 100 ms"
 )",
                                                       data);
   const std::string cfg = (dir / "org.yaml").string();
