@@ -1,6 +1,7 @@
 // `tidal sim org`'s outputs: the JSON document, the terminal table, and the
 // report directory (summary.json, figures.csv, jobs_mfu.csv, report.html).
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -90,13 +91,17 @@ std::string HourlyCharts(const OrgResult& r) {
   }
   if (days <= 0) return html;
   const double window_days = static_cast<double>(r.window_s) / 86400;
+  // The window and as long again of the drain: the long tail of a few
+  // weeks-long jobs would squeeze the window into a corner.
+  days = std::min(days, std::ceil(2 * window_days));
+  const auto hours = static_cast<size_t>(days * 24);
   for (const OrgFigures* f : {&r.before, &r.after}) {
     SvgAxes ax{.title = fmt::format("GPUs in use by tier, {} (the arrival window ends at day {:.1f})", f->name, window_days),
                .xlabel = "day", .ylabel = "GPUs", .xmin = 0, .xmax = days, .ymin = 0, .ymax = static_cast<double>(r.total_gpus)};
-    SvgSeries train{.label = "training (zombies included)", .color = 0, .step = true};
-    SvgSeries infer{.label = "inference replicas", .color = 1, .step = true};
-    SvgSeries hoard{.label = "held idle by zombies", .color = 2, .step = true};
-    for (size_t h = 0; h < f->hourly.size(); ++h) {
+    SvgSeries train{.label = "training", .color = 0, .step = true};
+    SvgSeries infer{.label = "inference", .color = 1, .step = true};
+    SvgSeries hoard{.label = "zombies (idle)", .color = 2, .step = true};
+    for (size_t h = 0; h < f->hourly.size() && h < hours; ++h) {
       const double d = static_cast<double>(h) / 24;
       train.points.push_back({d, f->hourly[h].training_gpus});
       infer.points.push_back({d, f->hourly[h].inference_gpus});
@@ -112,7 +117,8 @@ std::string HourlyCharts(const OrgResult& r) {
   int color = 0;
   for (const OrgFigures* f : {&r.before, &r.after}) {
     SvgSeries s{.label = f->name, .color = color++, .step = true};
-    for (size_t h = 0; h < f->hourly.size(); ++h) s.points.push_back({static_cast<double>(h) / 24, static_cast<double>(f->hourly[h].waiting)});
+    for (size_t h = 0; h < f->hourly.size() && h < hours; ++h)
+      s.points.push_back({static_cast<double>(h) / 24, static_cast<double>(f->hourly[h].waiting)});
     qs.push_back(std::move(s));
   }
   html += SvgLineChart(q, qs);

@@ -298,7 +298,7 @@ TEST_F(OrgConfigTest, OutputsCarryInferenceAndTheHours) {
   ss << html.rdbuf();
   EXPECT_THAT(ss.str(), HasSubstr("GPUs in use by tier, after"));
   EXPECT_THAT(ss.str(), HasSubstr("training jobs waiting"));
-  EXPECT_THAT(ss.str(), HasSubstr("inference replicas"));
+  EXPECT_THAT(ss.str(), HasSubstr(">inference<"));
 }
 
 }  // namespace
