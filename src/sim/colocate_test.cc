@@ -202,6 +202,24 @@ TEST(ScaleIn, NotServingFirstThenNewestOrEmptiest) {
   EXPECT_EQ(ChooseScaleInVictim(whole, ready, now, c, false), 1u);
   EXPECT_EQ(ChooseScaleInVictim(whole, ready, now, c, true), 0u);  // n1 has 6 free, n2 2
   EXPECT_EQ(ChooseScaleInVictim({5, 4}, ready, now, c, true), 1u);
+  // Several at once: the same victims, in the same order, as one at a time.
+  for (bool emptiest : {false, true}) {
+    for (int64_t r1 : {now, now + 1}) {
+      ready[1] = r1;
+      const std::vector<JobId> all = {3, 1, 4, 2, 5};
+      for (size_t k = 0; k <= all.size() + 1; ++k) {
+        std::vector<JobId> left = all, one_by_one;
+        for (size_t n = 0; n < k && !left.empty(); ++n) {
+          const size_t v = ChooseScaleInVictim(left, ready, now, c, emptiest);
+          one_by_one.push_back(left[v]);
+          left.erase(left.begin() + static_cast<std::ptrdiff_t>(v));
+        }
+        std::vector<JobId> at_once;
+        for (size_t v : ChooseScaleInVictims(all, ready, now, c, emptiest, k)) at_once.push_back(all[v]);
+        EXPECT_EQ(at_once, one_by_one) << "k " << k << " emptiest " << emptiest << " ready " << r1;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -45,23 +45,47 @@ Result<Job> ReplicaShape(const inference::Service& s, const ClusterState& cluste
   return j;
 }
 
+namespace {
+
+// A replica's scale-in order: lower ends first.
+double ScaleInKey(JobId id, const std::unordered_map<JobId, int64_t>& ready_at, int64_t now, const ClusterState& c,
+                  bool emptiest_first) {
+  const bool serving = ready_at.at(id) <= now;
+  double key = serving ? 1e9 : 0;
+  if (serving && emptiest_first) {
+    if (const Placement* p = c.FindAllocation(id); p && !p->assignments.empty()) {
+      const NodeAssignment& a = p->assignments[0];
+      key = !a.mig.empty() ? c.mig_device(a.node, a.mig[0].gpu)->BusyCompute() : -c.free_whole_gpus(a.node);
+    }
+  }
+  return key;
+}
+
+}  // namespace
+
 size_t ChooseScaleInVictim(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at, int64_t now,
                            const ClusterState& c, bool emptiest_first) {
   size_t best = running.size() - 1;
   double best_key = 0;
   for (size_t i = running.size(); i-- > 0;) {
-    const JobId id = running[i];
-    const bool serving = ready_at.at(id) <= now;
-    double key = serving ? 1e9 : 0;  // lower = ended first
-    if (serving && emptiest_first) {
-      if (const Placement* p = c.FindAllocation(id); p && !p->assignments.empty()) {
-        const NodeAssignment& a = p->assignments[0];
-        key = !a.mig.empty() ? c.mig_device(a.node, a.mig[0].gpu)->BusyCompute() : -c.free_whole_gpus(a.node);
-      }
-    }
+    const double key = ScaleInKey(running[i], ready_at, now, c, emptiest_first);
     if (i == running.size() - 1 || key < best_key) best = i, best_key = key;
   }
   return best;
+}
+
+std::vector<size_t> ChooseScaleInVictims(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at,
+                                         int64_t now, const ClusterState& c, bool emptiest_first, size_t k) {
+  std::vector<std::pair<double, size_t>> keys;
+  keys.reserve(running.size());
+  for (size_t i = 0; i < running.size(); ++i) keys.push_back({ScaleInKey(running[i], ready_at, now, c, emptiest_first), i});
+  k = std::min(k, keys.size());
+  // ChooseScaleInVictim's order: the lowest key, ties to the newest.
+  std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(k), keys.end(),
+                    [](const auto& a, const auto& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
+  std::vector<size_t> out;
+  for (size_t i = 0; i < k; ++i) out.push_back(keys[i].second);
+  return out;
 }
 
 bool InferenceFleets::IsDay(int64_t offset_s) const {
@@ -150,14 +174,24 @@ Result<bool> InferenceFleets::Scale(Replay& replay, std::vector<const Job*>& arr
       ++f.waiting;
       changed = true;
     }
-    for (int64_t k = target; k < have && !f.running.empty(); ++k) {
-      const size_t v = ChooseScaleInVictim(f.running, f.ready_at, now, replay.cluster(), options_.emptiest_first);
-      const JobId id = f.running[v];
-      f.running.erase(f.running.begin() + static_cast<std::ptrdiff_t>(v));
-      f.ready_at.erase(id);
-      gpus_ -= f.gpus_per_replica;
-      TIDAL_RETURN_IF_ERROR(replay.EndNow(id, now));
-      changed = true;
+    if (target < have && !f.running.empty()) {
+      // Ending a replica frees its GPU only at the replay's FinishesAt, so
+      // the victims' keys stay as they are: choose them all in one pass.
+      const std::vector<size_t> victims = ChooseScaleInVictims(f.running, f.ready_at, now, replay.cluster(),
+                                                               options_.emptiest_first, static_cast<size_t>(have - target));
+      std::vector<uint8_t> ended(f.running.size(), 0);
+      for (size_t v : victims) {
+        const JobId id = f.running[v];
+        ended[v] = 1;
+        f.ready_at.erase(id);
+        gpus_ -= f.gpus_per_replica;
+        TIDAL_RETURN_IF_ERROR(replay.EndNow(id, now));
+        changed = true;
+      }
+      size_t w = 0;
+      for (size_t r = 0; r < f.running.size(); ++r)
+        if (!ended[r]) f.running[w++] = f.running[r];
+      f.running.resize(w);
     }
   }
   // The ladder: a scale-out the forecast asked for preempts with notice;

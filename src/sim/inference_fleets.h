@@ -87,6 +87,12 @@ struct ServiceResult {
 size_t ChooseScaleInVictim(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at, int64_t now,
                            const ClusterState& cluster, bool emptiest_first);
 
+// The first k victims of repeated ChooseScaleInVictim calls, each removing
+// its victim from `running`, in that order — in one pass (the cluster does
+// not change between them: an ended replica frees its GPU only later).
+std::vector<size_t> ChooseScaleInVictims(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at,
+                                         int64_t now, const ClusterState& cluster, bool emptiest_first, size_t k);
+
 // The replica job of a service on this cluster: a TP group of whole GPUs on
 // one node, one GPU, or a MIG instance of the fleet's GPU model.
 Result<Job> ReplicaShape(const inference::Service& s, const ClusterState& cluster, int64_t horizon_s);

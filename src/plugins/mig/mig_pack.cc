@@ -63,6 +63,9 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
         if (better_idle) idle_node = n, idle_gpu = d, idle_geometry = g;
         continue;
       }
+      // A new instance needs its compute slices beside the held ones (the
+      // packers lay out the held instances only): a full GPU is no candidate.
+      if (md->BusyCompute() + g->profile(profile).compute > mig::kComputeSlices) continue;
       mig::GpuSlots slots{&md->layout, {}};
       for (JobId o : md->owner) slots.held.push_back(o != MigDevice::kNoOwner);
       auto choice = policy_ == MigPackPolicy::kFragAware ? mig::BestSlot(*g, slots, profile, mix) : mig::FirstSlot(*g, slots, profile);
