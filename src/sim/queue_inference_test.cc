@@ -159,6 +159,24 @@ TEST(QueueInference, BadInputsSayWhat) {
   ASSERT_FALSE(full);
   EXPECT_THAT(full.error().message, HasSubstr("no room for training"));
 
+  QueueSimOptions night = Options(true);
+  night.inference->fleets.day_start_hour = 22;
+  night.inference->fleets.day_end_hour = 8;  // a day that wraps midnight is refused, not misread
+  auto wraps = RunQueueSim(Nodes(), Jobs(), night);
+  ASSERT_FALSE(wraps);
+  EXPECT_THAT(wraps.error().message, HasSubstr("day hours must satisfy 0 <= start < end <= 24"));
+  for (auto [start, end] : {std::pair{-1, 8}, std::pair{8, 25}}) {
+    QueueSimOptions o = Options(true);
+    o.inference->fleets.day_start_hour = start;
+    o.inference->fleets.day_end_hour = end;
+    EXPECT_FALSE(RunQueueSim(Nodes(), Jobs(), o)) << start << "-" << end;
+  }
+  QueueSimOptions groups = Options(true);
+  groups.inference->fleets.groups = {"inf-a", "inf-b"};
+  auto two = RunQueueSim(Nodes(), Jobs(), groups);
+  ASSERT_FALSE(two);
+  EXPECT_THAT(two.error().message, HasSubstr("2 groups for 1 services"));
+
   QueueSimOptions shape = Options(false);
   shape.inference->services[0].shape = "9g.90gb";
   auto bad = RunQueueSim(Nodes(), Jobs(), shape);
