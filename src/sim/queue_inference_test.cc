@@ -171,6 +171,14 @@ TEST(QueueInference, BadInputsSayWhat) {
     o.inference->fleets.day_end_hour = end;
     EXPECT_FALSE(RunQueueSim(Nodes(), Jobs(), o)) << start << "-" << end;
   }
+  QueueSimOptions given = Options(true);
+  tenancy::TenantSpec root{.name = "org"}, a{.name = "A", .parent = "org"};
+  a.quotas.push_back({"gpu", tenancy::Quota{.nominal = 16000}});
+  given.tenant_tree = std::make_shared<const tenancy::TenantTree>(*tenancy::TenantTree::Build({root, a}));
+  auto untold = RunQueueSim(Nodes(), Jobs(), given);
+  ASSERT_FALSE(untold);
+  EXPECT_THAT(untold.error().message, HasSubstr("inference tenant 'inf-big' is not a leaf"));
+
   QueueSimOptions groups = Options(true);
   groups.inference->fleets.groups = {"inf-a", "inf-b"};
   auto two = RunQueueSim(Nodes(), Jobs(), groups);

@@ -231,6 +231,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   const int64_t window_end = t0 + r.window_s;
   std::optional<InferenceFleets> fleets;
   std::vector<tenancy::TenantSpec> inference_tenants;
+  std::vector<std::string> inference_groups;
   if (options.inference) {
     InferenceFleetsOptions fo = options.inference->fleets;
     fo.horizon_s = r.window_s;
@@ -243,6 +244,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     }
     TIDAL_ASSIGN_OR_RETURN(InferenceFleets f, InferenceFleets::Make(options.inference->services, cluster, fo, t0));
     fleets.emplace(std::move(f));
+    inference_groups = fo.groups;
     if (options.tenants == "proportional" && !options.tenant_tree) {
       const std::vector<double> peaks = fleets->PeakGpus();
       for (size_t i = 0; i < peaks.size(); ++i) {
@@ -277,10 +279,10 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
   }
   if (tenants) r.tenants = options.tenants.empty() ? "given" : options.tenants;
   if (fleets && tenants) {
-    for (const std::string& g : options.inference->fleets.groups.empty() ? std::vector<std::string>{} : options.inference->fleets.groups) {
+    for (const std::string& g : inference_groups) {
       const tenancy::TenantId t = tenants->Find(g);
       if (t == tenancy::kNoTenant || !tenants->is_leaf(t))
-        return MakeError(ErrorCode::kNotFound, "inference tenant '{}' is not a leaf of the tenants; add it", g);
+        return MakeError(ErrorCode::kNotFound, "inference tenant '{}' is not a leaf of the tenants file; add it as a leaf", g);
     }
   }
   if (tenants) {
