@@ -194,6 +194,8 @@ Status ClusterState::SetMigLayout(NodeId n, int32_t gpu, const mig::Layout& layo
     }
     mig_index_[flat] = slot;
     ++mig_gpus_;
+    if (node_mig_gpus_.size() < static_cast<size_t>(num_nodes())) node_mig_gpus_.resize(static_cast<size_t>(num_nodes()), 0);
+    ++node_mig_gpus_[static_cast<size_t>(n)];
     ++mig_counters_.mode_changes;
     mig_idle_compute_ += mig::kComputeSlices;
   }
@@ -216,6 +218,7 @@ Status ClusterState::DisableMig(NodeId n, int32_t gpu) {
   mig_[static_cast<size_t>(mig_index_[flat])] = MigDevice{};
   mig_index_[flat] = -1;
   --mig_gpus_;
+  --node_mig_gpus_[static_cast<size_t>(n)];
   ++mig_counters_.mode_changes;
   mig_idle_compute_ -= mig::kComputeSlices;
   if (cordoned(n)) {
@@ -244,6 +247,12 @@ Status ClusterState::CheckMigInvariants() const {
         held[{static_cast<size_t>(mig_index_[static_cast<size_t>(gpu_offset_[a.node] + s.gpu)]), static_cast<size_t>(i)}] = job;
       }
     }
+  }
+  for (NodeId n = 0; n < num_nodes(); ++n) {
+    int32_t on_node = 0;
+    for (int32_t d = 0; d < gpu_count(n); ++d) on_node += mig_device(n, d) != nullptr;
+    if (on_node != mig_gpus(n))
+      return MakeError(ErrorCode::kInternal, "node '{}': {} GPUs in MIG mode, counted {}", names_[n], on_node, mig_gpus(n));
   }
   for (size_t f = 0; f < mig_index_.size(); ++f) {
     if (mig_index_[f] < 0) continue;

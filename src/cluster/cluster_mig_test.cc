@@ -44,6 +44,28 @@ TEST(ClusterMig, BindingAnInstanceOnAnIdleGpuEntersMigMode) {
   EXPECT_EQ(milli.error().code, ErrorCode::kUnschedulable);
 }
 
+// The count of MIG-mode devices per node follows mode changes, and a node
+// added after devices entered MIG mode has none (its devices are whole).
+TEST(ClusterMig, DevicesInMigModeAreCountedPerNode) {
+  ClusterState s = H100Node();
+  EXPECT_EQ(s.mig_gpus(0), 0);
+  ASSERT_TRUE(s.Bind(1, MigJob(1, "3g.40gb", 0)));
+  EXPECT_EQ(s.mig_gpus(0), 1);
+  EXPECT_EQ(s.mig_gpus(1), 0);
+  ASSERT_TRUE(s.SetMigLayout(0, 0, {}));
+  EXPECT_EQ(s.mig_gpus(0), 2);
+  ASSERT_TRUE(s.AddNode({"h1", 64000, 1 << 20, 2, "H100"}));
+  EXPECT_EQ(s.mig_gpus(2), 0);
+  EXPECT_EQ(s.mig_device(2, 1), nullptr);
+  EXPECT_EQ(s.gpu_free(2)[1], kMilliPerGpu);
+  ASSERT_TRUE(s.SetMigLayout(2, 1, {}));
+  EXPECT_EQ(s.mig_gpus(2), 1);
+  ASSERT_TRUE(s.DisableMig(0, 0));
+  EXPECT_EQ(s.mig_gpus(0), 1);
+  EXPECT_EQ(s.mig_gpus(), 2);
+  EXPECT_TRUE(s.CheckInvariants()) << s.CheckInvariants().error().message;
+}
+
 TEST(ClusterMig, UnbindKeepsTheInstanceForTheNextJob) {
   ClusterState s = H100Node();
   ASSERT_TRUE(s.Bind(1, MigJob(0, "2g.20gb", 2)));

@@ -66,6 +66,8 @@ Status ClusterState::AddNode(const NodeSpec& spec) {
   version_.push_back(0);
   cordoned_.push_back(0);
   gpu_free_.insert(gpu_free_.end(), static_cast<size_t>(spec.gpu_count), kMilliPerGpu);
+  // A node added once devices are in MIG mode: its devices are not.
+  if (!mig_index_.empty()) mig_index_.resize(gpu_free_.size(), -1);
   total_gpus_ += spec.gpu_count;
   total_cpu_ += spec.cpu_milli;
   total_gpu_milli_free_ += int64_t{spec.gpu_count} * kMilliPerGpu;

@@ -220,6 +220,10 @@ class ClusterState {
   }
   // Devices in MIG mode, and the compute slices of theirs no job holds.
   int64_t mig_gpus() const { return mig_gpus_; }
+  // Devices of node n in MIG mode (a placer skips the others' scan).
+  int32_t mig_gpus(NodeId n) const { 
+    return static_cast<size_t>(n) < node_mig_gpus_.size() ? node_mig_gpus_[static_cast<size_t>(n)] : 0;
+  }
   int64_t mig_idle_compute() const { return mig_idle_compute_; }
   // GPU capacity jobs hold, in GPUs: milli-GPU allocations plus held MIG
   // instances at compute-slices / 7 (a MIG-mode device's idle instances are
@@ -312,6 +316,7 @@ class ClusterState {
   std::vector<MigDevice> mig_;
   std::vector<int32_t> mig_free_slots_;  // indices of mig_ no device uses
   int64_t mig_gpus_ = 0;
+  std::vector<int32_t> node_mig_gpus_;  // per node (grown when a device enters MIG mode)
   int64_t mig_idle_compute_ = 0;
   MigCounters mig_counters_;
 

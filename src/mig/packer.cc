@@ -27,15 +27,85 @@ Layout Held(const GpuSlots& gpu) {
   return held;
 }
 
-// Smaller frag increase first (equal within rounding), then reuse of an
-// existing free instance, then the lower start slice.
-bool Better(const SlotChoice& a, const SlotChoice& b) {
+// frag(held) from the most addable instances of each profile.
+double FragFrom(const Geometry& g, const Layout& held, const RequestMix& mix, const std::vector<int8_t>& addable) {
+  const int free_compute = kComputeSlices - ComputeUsed(g, held);
+  double total_w = 0, frag = 0;
+  for (size_t k = 0; k < g.profiles.size(); ++k) {
+    const double w = mix.weight.empty() ? 1.0 : (k < mix.weight.size() ? mix.weight[k] : 0.0);
+    if (w <= 0) continue;
+    total_w += w;
+    const int usable = g.profiles[k].compute * addable[k];
+    frag += w * (free_compute - std::min(usable, free_compute));
+  }
+  return total_w > 0 ? frag / total_w : 0.0;
+}
+
+std::vector<int8_t> AllAddable(const Geometry& g, const Layout& held, DriverCaps caps) {
+  std::vector<int8_t> out(g.profiles.size());
+  for (size_t k = 0; k < g.profiles.size(); ++k) out[k] = static_cast<int8_t>(MaxAddable(g, held, static_cast<int>(k), caps));
+  return out;
+}
+
+bool ReusesFree(const GpuSlots& gpu, const Instance& in) {
+  if (!gpu.layout) return false;
+  for (size_t i = 0; i < gpu.layout->instances.size(); ++i)
+    if (!gpu.held[i] && gpu.layout->instances[i] == in) return true;
+  return false;
+}
+
+}  // namespace
+
+bool BetterSlot(const SlotChoice& a, const SlotChoice& b) {
   if (std::abs(a.delta - b.delta) > 1e-9) return a.delta < b.delta;
   if (a.reuse != b.reuse) return a.reuse;
   return a.instance.start < b.instance.start;
 }
 
-}  // namespace
+AddableMemo::AddableMemo(const Geometry& g, DriverCaps caps) : g_(&g), caps_(caps), keyed_(g.profiles.size() < 15) {
+  for (const Profile& p : g.profiles)
+    for (int s : p.starts) keyed_ = keyed_ && s >= 0 && s < 8;
+}
+
+uint32_t AddableMemo::Key(const Layout& held) {
+  uint32_t key = 0;
+  for (const Instance& in : held.instances) key |= static_cast<uint32_t>(in.profile + 1) << (4 * in.start);
+  return key;
+}
+
+const std::vector<int8_t>& AddableMemo::Of(const Layout& held) {
+  if (!keyed_) return scratch_ = AllAddable(*g_, held, caps_);
+  const uint32_t key = Key(held);
+  auto it = memo_.find(key);
+  if (it == memo_.end()) it = memo_.emplace(key, AllAddable(*g_, held, caps_)).first;
+  return it->second;
+}
+
+double AddableMemo::Fragmentation(const Layout& held, const RequestMix& mix) { return FragFrom(*g_, held, mix, Of(held)); }
+
+std::vector<SlotChoice> SlotDeltas(AddableMemo& memo, const Layout& held_in, int profile, const RequestMix& mix) {
+  const Geometry& g = memo.geometry();
+  Layout held = held_in;
+  const double before = memo.Fragmentation(held, mix);
+  std::vector<SlotChoice> out;
+  for (int start : g.profile(profile).starts) {
+    const Instance in{profile, start};
+    if (!Fits(g, held, in, memo.caps())) continue;
+    held.instances.push_back(in);
+    out.push_back(SlotChoice{in, false, memo.Fragmentation(held, mix) - before});
+    held.instances.pop_back();
+  }
+  return out;
+}
+
+std::optional<SlotChoice> BestSlot(AddableMemo& memo, const GpuSlots& gpu, int profile, const RequestMix& mix) {
+  std::optional<SlotChoice> best;
+  for (SlotChoice c : SlotDeltas(memo, Held(gpu), profile, mix)) {
+    c.reuse = ReusesFree(gpu, c.instance);
+    if (!best || BetterSlot(c, *best)) best = c;
+  }
+  return best;
+}
 
 int MaxAddable(const Geometry& g, const Layout& held, int profile, DriverCaps caps) {
   Layout l = held;
@@ -43,16 +113,7 @@ int MaxAddable(const Geometry& g, const Layout& held, int profile, DriverCaps ca
 }
 
 double Fragmentation(const Geometry& g, const Layout& held, const RequestMix& mix, DriverCaps caps) {
-  const int free_compute = kComputeSlices - ComputeUsed(g, held);
-  double total_w = 0, frag = 0;
-  for (size_t k = 0; k < g.profiles.size(); ++k) {
-    const double w = mix.weight.empty() ? 1.0 : (k < mix.weight.size() ? mix.weight[k] : 0.0);
-    if (w <= 0) continue;
-    total_w += w;
-    const int usable = g.profiles[k].compute * MaxAddable(g, held, static_cast<int>(k), caps);
-    frag += w * (free_compute - std::min(usable, free_compute));
-  }
-  return total_w > 0 ? frag / total_w : 0.0;
+  return FragFrom(g, held, mix, AllAddable(g, held, caps));
 }
 
 std::optional<SlotChoice> BestSlot(const Geometry& g, const GpuSlots& gpu, int profile, const RequestMix& mix, DriverCaps caps) {
@@ -62,15 +123,10 @@ std::optional<SlotChoice> BestSlot(const Geometry& g, const GpuSlots& gpu, int p
   for (int start : g.profile(profile).starts) {
     const Instance in{profile, start};
     if (!Fits(g, held, in, caps)) continue;
-    bool reuse = false;
-    if (gpu.layout) {
-      for (size_t i = 0; i < gpu.layout->instances.size(); ++i)
-        if (!gpu.held[i] && gpu.layout->instances[i] == in) reuse = true;
-    }
     held.instances.push_back(in);
-    const SlotChoice c{in, reuse, Fragmentation(g, held, mix, caps) - before};
+    const SlotChoice c{in, ReusesFree(gpu, in), Fragmentation(g, held, mix, caps) - before};
     held.instances.pop_back();
-    if (!best || Better(c, *best)) best = c;
+    if (!best || BetterSlot(c, *best)) best = c;
   }
   return best;
 }

@@ -15,8 +15,10 @@
 // start slice.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "mig/geometry.h"
@@ -48,6 +50,42 @@ struct SlotChoice {
 
 // The best place for one `profile` instance on this GPU (nullopt if none).
 std::optional<SlotChoice> BestSlot(const Geometry& g, const GpuSlots& gpu, int profile, const RequestMix& mix, DriverCaps caps = {});
+// MaxAddable of every profile of one geometry, remembered per held layout.
+// At most one instance starts at each memory slice, so a layout is its
+// start -> profile map, a 32-bit key: a fleet's thousands of GPUs share a
+// few dozen held layouts, and the brute force runs once per layout. Same
+// answers as MaxAddable and Fragmentation; one per scheduler (not
+// thread-safe).
+class AddableMemo {
+ public:
+  explicit AddableMemo(const Geometry& g, DriverCaps caps = {});
+  const Geometry& geometry() const { return *g_; }
+  DriverCaps caps() const { return caps_; }
+  // Per profile index: the most instances of it that can be added to held.
+  const std::vector<int8_t>& Of(const Layout& held);
+  double Fragmentation(const Layout& held, const RequestMix& mix);
+  // The key of a layout (profile + 1 in the 4 bits of its start slice).
+  static uint32_t Key(const Layout& held);
+  size_t size() const { return memo_.size(); }
+
+ private:
+  const Geometry* g_;
+  DriverCaps caps_;
+  bool keyed_;  // every profile index and start fits the key
+  std::unordered_map<uint32_t, std::vector<int8_t>> memo_;
+  std::vector<int8_t> scratch_;  // the answer when !keyed_
+};
+
+// Every place for one `profile` instance on a GPU whose held instances are
+// `held`, each with its frag increase (reuse left false): BestSlot's
+// candidates, before the tie-break on reuse.
+std::vector<SlotChoice> SlotDeltas(AddableMemo& memo, const Layout& held, int profile, const RequestMix& mix);
+// BestSlot through the memo (the same choice).
+std::optional<SlotChoice> BestSlot(AddableMemo& memo, const GpuSlots& gpu, int profile, const RequestMix& mix);
+// BestSlot's order on one GPU: the smaller increase (equal within
+// rounding), then reuse of an existing free instance, then the lower start.
+bool BetterSlot(const SlotChoice& a, const SlotChoice& b);
+
 // The first place (lowest start; existing free instance first): the
 // reactive greedy baseline.
 std::optional<SlotChoice> FirstSlot(const Geometry& g, const GpuSlots& gpu, int profile, DriverCaps caps = {});

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace tidal::mig {
 namespace {
 
@@ -96,6 +98,77 @@ TEST(MigPacker, FreeInstancesDoNotBlock) {
   auto i = BestSlot(G(), idle, P("4g.40gb"), {});
   ASSERT_TRUE(i);
   EXPECT_EQ(i->instance.start, 0);
+}
+
+// Every valid layout of g (held instances in start order).
+void AllLayouts(const Geometry& g, DriverCaps caps, Layout& l, std::vector<Layout>& out) {
+  out.push_back(l);
+  const int last = l.instances.empty() ? -1 : l.instances.back().start;
+  for (int k = 0; k < static_cast<int>(g.profiles.size()); ++k) {
+    for (int s : g.profile(k).starts) {
+      if (s <= last || !Fits(g, l, {k, s}, caps)) continue;
+      l.instances.push_back({k, s});
+      AllLayouts(g, caps, l, out);
+      l.instances.pop_back();
+    }
+  }
+}
+
+// The memo answers as the brute force does, on every valid layout of every
+// geometry, for both driver generations, every profile and three mixes; its
+// keys tell every layout apart; BestSlot through it chooses the same slot
+// with held and free instances mixed.
+TEST(MigPacker, TheMemoAgreesWithTheBruteForceOnEveryLayout) {
+  for (const Geometry& g : AllGeometries()) {
+    for (const bool r510 : {true, false}) {
+      SCOPED_TRACE(g.model + (r510 ? " R510" : " pre-R510"));
+      const DriverCaps caps{.allow_4g_with_3g = r510};
+      std::vector<Layout> layouts;
+      Layout scratch;
+      AllLayouts(g, caps, scratch, layouts);
+      ASSERT_GT(layouts.size(), 20u);
+      AddableMemo memo(g, caps);
+      std::set<uint32_t> keys;
+      std::vector<RequestMix> mixes(3);
+      mixes[1].weight.assign(g.profiles.size(), 0.0);
+      mixes[1].weight[0] = 3;
+      mixes[1].weight.back() = 1;
+      for (size_t k = 0; k < g.profiles.size(); ++k) mixes[2].weight.push_back(1.0 + static_cast<double>(k % 3));
+      for (size_t li = 0; li < layouts.size(); ++li) {
+        const Layout& l = layouts[li];
+        keys.insert(AddableMemo::Key(l));
+        const std::vector<int8_t>& addable = memo.Of(l);
+        ASSERT_EQ(addable.size(), g.profiles.size());
+        for (int k = 0; k < static_cast<int>(g.profiles.size()); ++k) ASSERT_EQ(addable[static_cast<size_t>(k)], MaxAddable(g, l, k, caps)) << FormatLayout(g, l);
+        for (const RequestMix& m : mixes) ASSERT_DOUBLE_EQ(memo.Fragmentation(l, m), Fragmentation(g, l, m, caps)) << FormatLayout(g, l);
+        // Held = every other instance; the rest free.
+        GpuSlots gpu{&l, {}};
+        for (size_t i = 0; i < l.instances.size(); ++i) gpu.held.push_back((i + li) % 2 == 0);
+        for (int k = 0; k < static_cast<int>(g.profiles.size()); ++k) {
+          auto plain = BestSlot(g, gpu, k, mixes[2], caps);
+          auto fast = BestSlot(memo, gpu, k, mixes[2]);
+          ASSERT_EQ(plain.has_value(), fast.has_value()) << FormatLayout(g, l) << " " << g.profile(k).name;
+          if (!plain) continue;
+          EXPECT_EQ(plain->instance, fast->instance) << FormatLayout(g, l) << " " << g.profile(k).name;
+          EXPECT_EQ(plain->reuse, fast->reuse);
+          EXPECT_DOUBLE_EQ(plain->delta, fast->delta);
+        }
+      }
+      EXPECT_EQ(keys.size(), layouts.size());
+      EXPECT_EQ(memo.size(), layouts.size());
+    }
+  }
+}
+
+TEST(MigPacker, SlotDeltasListEveryFittingStart) {
+  AddableMemo memo(G());
+  const RequestMix m = Mix({{"1g.10gb", 0.5}, {"3g.40gb", 0.5}});
+  auto d = SlotDeltas(memo, L("1g.10gb@0"), P("1g.10gb"), m);
+  ASSERT_EQ(d.size(), 6u);  // starts 1..6
+  EXPECT_EQ(d[0].instance.start, 1);
+  EXPECT_DOUBLE_EQ(d[0].delta, -0.5);
+  EXPECT_DOUBLE_EQ(d[3].delta, 1.0);  // @4 kills the last 3g slot: frag 1.5 -> 2.5
+  EXPECT_TRUE(SlotDeltas(memo, L("1g.10gb@1,1g.10gb@5"), P("3g.40gb"), m).empty());
 }
 
 }  // namespace

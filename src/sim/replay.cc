@@ -187,6 +187,7 @@ Result<int64_t> Replay::ReleaseIdleMig() {
   if (c.mig_gpus() == 0) return int64_t{0};
   int64_t released = 0;
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
+    if (c.mig_gpus(n) == 0) continue;
     for (int32_t g = 0; g < c.gpu_count(n); ++g) {
       const MigDevice* d = c.mig_device(n, g);
       if (!d || d->BusyCompute() > 0) continue;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "mig/packer.h"
@@ -29,26 +30,39 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
   const mig::Geometry* mix_geometry = nullptr;
   mig::RequestMix mix;
   std::vector<std::optional<const mig::Geometry*>> geometry_of;
+  std::vector<int> profile_of;  // the job's profile index, per GPU model
+  std::unordered_map<uint64_t, std::vector<mig::SlotChoice>> deltas;  // by GPU model and held layout, this pass
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
     if (c.gpu_count(n) == 0 || !pod.gpu_spec.Allows(c.gpu_model(n))) continue;
     // A drained node's idle instances are not for new jobs (CanBind would
     // refuse them; a job asking no CPU or memory would otherwise pick one).
     if (c.cordoned(n)) continue;
     if (c.cpu_free(n) < j.cpu_milli || c.memory_free(n) < j.memory_mib) continue;
-    // The geometry by GPU model, looked up once per model (a name lookup per
-    // node dominated a pass over a large fleet).
+    // The geometry and profile by GPU model, looked up once per model (name
+    // lookups per node dominated a pass over a large fleet).
     const mig::Geometry* g = nullptr;
+    int profile = -1;
     if (const GpuModelId id = c.gpu_model(n); id < 0) {
       g = mig::FindGeometry(c.models().Name(id));
+      profile = g ? g->FindProfile(j.mig_profile) : -1;
     } else {
       const auto model = static_cast<size_t>(id);
-      if (model >= geometry_of.size()) geometry_of.resize(model + 1, std::nullopt);
-      if (!geometry_of[model]) geometry_of[model] = mig::FindGeometry(c.models().Name(id));
+      if (model >= geometry_of.size()) geometry_of.resize(model + 1, std::nullopt), profile_of.resize(model + 1, -1);
+      if (!geometry_of[model]) {
+        geometry_of[model] = mig::FindGeometry(c.models().Name(id));
+        profile_of[model] = *geometry_of[model] ? (*geometry_of[model])->FindProfile(j.mig_profile) : -1;
+      }
       g = *geometry_of[model];
+      profile = profile_of[model];
     }
-    if (!g) continue;
-    const int profile = g->FindProfile(j.mig_profile);
-    if (profile < 0) continue;
+    if (!g || profile < 0) continue;
+    if (c.mig_gpus(n) == 0) {
+      // No device in MIG mode here: only an idle GPU to put into it (which
+      // one is settled below, for the node chosen).
+      const bool better_idle = idle_node < 0 || (policy_ == MigPackPolicy::kFragAware && c.free_whole_gpus(n) < c.free_whole_gpus(idle_node));
+      if (c.free_whole_gpus(n) > 0 && better_idle) idle_node = n, idle_gpu = -1, idle_geometry = g;
+      continue;
+    }
     if (policy_ == MigPackPolicy::kFragAware && g != mix_geometry) {  // the mix, once per GPU model
       mix_geometry = g;
       mix.weight.assign(g->profiles.size(), 1.0);
@@ -66,9 +80,26 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
       // A new instance needs its compute slices beside the held ones (the
       // packers lay out the held instances only): a full GPU is no candidate.
       if (md->BusyCompute() + g->profile(profile).compute > mig::kComputeSlices) continue;
-      mig::GpuSlots slots{&md->layout, {}};
-      for (JobId o : md->owner) slots.held.push_back(o != MigDevice::kNoOwner);
-      auto choice = policy_ == MigPackPolicy::kFragAware ? mig::BestSlot(*g, slots, profile, mix) : mig::FirstSlot(*g, slots, profile);
+      std::optional<mig::SlotChoice> choice;
+      if (policy_ == MigPackPolicy::kFragAware) {
+        // The increases depend on the held instances only: computed once per
+        // held layout in a pass (thousands of GPUs share a few layouts).
+        mig::Layout held;
+        for (size_t i = 0; i < md->owner.size(); ++i)
+          if (md->owner[i] != MigDevice::kNoOwner) held.instances.push_back(md->layout.instances[i]);
+        const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(c.gpu_model(n))) << 32) | mig::AddableMemo::Key(held);
+        auto it = deltas.find(key);
+        if (it == deltas.end()) it = deltas.emplace(key, mig::SlotDeltas(MemoFor(*g), held, profile, mix)).first;
+        for (mig::SlotChoice sc : it->second) {
+          const int free = md->FindInstance(sc.instance.profile, sc.instance.start);
+          sc.reuse = free >= 0 && md->owner[static_cast<size_t>(free)] == MigDevice::kNoOwner;
+          if (!choice || mig::BetterSlot(sc, *choice)) choice = sc;
+        }
+      } else {
+        mig::GpuSlots slots{&md->layout, {}};
+        for (JobId o : md->owner) slots.held.push_back(o != MigDevice::kNoOwner);
+        choice = mig::FirstSlot(*g, slots, profile);
+      }
       if (!choice) continue;
       Candidate cand{n, d, *choice, md->BusyCompute()};
       if (policy_ == MigPackPolicy::kFirstFit) {
@@ -83,9 +114,12 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
     if (best && policy_ == MigPackPolicy::kFirstFit) break;
   }
   if (!best && idle_node >= 0) {
+    for (int32_t d = 0; idle_gpu < 0 && d < c.gpu_count(idle_node); ++d)
+      if (!c.mig_device(idle_node, d) && c.gpu_free(idle_node)[static_cast<size_t>(d)] == kMilliPerGpu) idle_gpu = d;
     const int profile = idle_geometry->FindProfile(j.mig_profile);
     mig::GpuSlots none;
-    auto choice = policy_ == MigPackPolicy::kFragAware ? mig::BestSlot(*idle_geometry, none, profile, {}) : mig::FirstSlot(*idle_geometry, none, profile);
+    auto choice = policy_ == MigPackPolicy::kFragAware ? mig::BestSlot(MemoFor(*idle_geometry), none, profile, {})
+                                                       : mig::FirstSlot(*idle_geometry, none, profile);
     if (choice) best = Candidate{idle_node, idle_gpu, *choice, 0};
   }
   if (!best) return std::nullopt;
@@ -95,6 +129,12 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
   a.memory_mib = j.memory_mib;
   a.mig = {{best->gpu, best->choice.instance.profile, best->choice.instance.start}};
   return Placement{{std::move(a)}};
+}
+
+mig::AddableMemo& MigPack::MemoFor(const mig::Geometry& g) {
+  auto it = memos_.find(&g);
+  if (it == memos_.end()) it = memos_.emplace(&g, mig::AddableMemo(g)).first;
+  return it->second;
 }
 
 void MigPack::Reserve(const ClusterState&, const Job& job, const Placement&) {

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "framework/plugin.h"
+#include "mig/packer.h"
 
 namespace tidal::plugins {
 
@@ -42,7 +43,10 @@ class MigPack final : public MigPlacePlugin, public ReservePlugin {
   }
 
  private:
+  mig::AddableMemo& MemoFor(const mig::Geometry& g);
+
   MigPackPolicy policy_;
+  std::map<const mig::Geometry*, mig::AddableMemo> memos_;  // geometries are the static table's
   std::map<std::string, int64_t> bound_;  // MIG jobs bound, per profile name
   std::set<JobId> seen_;
 };

@@ -93,6 +93,44 @@ TEST(MigPack, FragmentationDecidesBetweenGpus) {
   EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "0/1/1g.10gb@1");
 }
 
+// A GPU in MIG mode with compute to spare but no start slice for the
+// profile is no candidate: 1g@1 and 1g@5 leave 5 compute slices, but a 3g
+// starts only at 0 or 4, both taken. The 3g opens GPU 1; with GPU 1 busy
+// it waits.
+TEST(MigPack, AGpuWithComputeButNoStartIsSkipped) {
+  for (const char* placer : {"pack", "first-fit"}) {
+    SCOPED_TRACE(placer);
+    Fixture f(placer, {{"n0", 64000, 1 << 20, 2, "H100"}});
+    const int one = G().FindProfile("1g.10gb");
+    ASSERT_TRUE(f.scheduler.Bind(f.Mig("1g.10gb"), Placement{{{0, 1000, 1024, {}, {}, {{0, one, 1}}}}}));
+    ASSERT_TRUE(f.scheduler.Bind(f.Mig("1g.10gb"), Placement{{{0, 1000, 1024, {}, {}, {{0, one, 5}}}}}));
+    const std::string first = f.Where(f.Mig("3g.40gb"));
+    EXPECT_EQ(first.substr(0, 4), "0/1/") << first;
+    Fixture busy(placer, {{"n0", 64000, 1 << 20, 2, "H100"}});
+    ASSERT_TRUE(busy.scheduler.Bind(busy.Mig("1g.10gb"), Placement{{{0, 1000, 1024, {}, {}, {{0, one, 1}}}}}));
+    ASSERT_TRUE(busy.scheduler.Bind(busy.Mig("1g.10gb"), Placement{{{0, 1000, 1024, {}, {}, {{0, one, 5}}}}}));
+    ASSERT_TRUE(busy.scheduler.Bind(busy.Whole(1), Placement{{{0, 0, 0, {1}, {kMilliPerGpu}, {}}}}));
+    auto waits = busy.scheduler.ScheduleAndBind(busy.Mig("3g.40gb"));
+    ASSERT_FALSE(waits);
+    EXPECT_EQ(waits.error().code, ErrorCode::kUnschedulable);
+  }
+}
+
+// On a node with no GPU in MIG mode the idle GPU taken is its first fully
+// free one: GPU 0 holds a whole-GPU job.
+TEST(MigPack, TheIdleGpuTakenIsTheNodesFirstFreeOne) {
+  for (const char* placer : {"pack", "first-fit"}) {
+    SCOPED_TRACE(placer);
+    Fixture f(placer, {{"n0", 64000, 1 << 20, 3, "H100"}});
+    ASSERT_TRUE(f.scheduler.Bind(f.Whole(1), Placement{{{0, 0, 0, {0}, {kMilliPerGpu}, {}}}}));
+    EXPECT_EQ(f.Where(f.Mig("7g.80gb")), "0/1/7g.80gb@0");
+    EXPECT_EQ(f.scheduler.cluster().mig_gpus(0), 1);
+    EXPECT_EQ(f.Where(f.Mig("7g.80gb")), "0/2/7g.80gb@0");
+    EXPECT_EQ(f.scheduler.cluster().mig_gpus(0), 2);
+    EXPECT_TRUE(f.scheduler.cluster().CheckInvariants());
+  }
+}
+
 TEST(MigPack, MigUnawareJobsCannotUseMigGpus) {
   Fixture f("pack", {{"n0", 64000, 1 << 20, 2, "H100"}});
   // A lone 1g takes the last slot (@6), keeping 0-5 whole for a 4g + 2g.
