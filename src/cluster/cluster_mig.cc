@@ -23,7 +23,7 @@ int MigDevice::FindInstance(int32_t profile, int32_t start) const {
   return -1;
 }
 
-int MigDevice::BusyCompute() const {
+int MigDevice::CountBusyCompute() const {
   int sum = 0;
   for (size_t i = 0; i < owner.size(); ++i)
     if (owner[i] != kNoOwner) sum += geometry->profile(layout.instances[i].profile).compute;
@@ -44,7 +44,7 @@ Status TakeSlice(MigDevice& d, const MigSlice& slice, JobId job, const std::stri
   int i = d.FindInstance(slice.profile, slice.start);
   if (i < 0) {
     const mig::Instance in{slice.profile, slice.start};
-    MigDevice kept{d.geometry, {}, {}};
+    MigDevice kept{d.geometry, {}, {}, d.busy};  // only free instances go
     int64_t gone = 0;
     for (size_t k = 0; k < d.layout.instances.size(); ++k) {
       const bool in_the_way = (mig::InstanceMask(g, d.layout.instances[k]) & mig::InstanceMask(g, in)) != 0;
@@ -69,6 +69,7 @@ Status TakeSlice(MigDevice& d, const MigSlice& slice, JobId job, const std::stri
     return MakeError(ErrorCode::kUnschedulable, "{}: instance {}@{} is held by job {}", where, g.profile(slice.profile).name, slice.start,
                      d.owner[static_cast<size_t>(i)]);
   d.owner[static_cast<size_t>(i)] = job;
+  d.busy += g.profile(slice.profile).compute;
   return Ok();
 }
 
@@ -77,7 +78,7 @@ void NormalizeDevice(MigDevice& d) {
   std::vector<size_t> order(d.layout.instances.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return d.layout.instances[a].start < d.layout.instances[b].start; });
-  MigDevice out{d.geometry, {}, {}};
+  MigDevice out{d.geometry, {}, {}, d.busy};
   for (size_t i : order) {
     out.layout.instances.push_back(d.layout.instances[i]);
     out.owner.push_back(d.owner[i]);
@@ -137,6 +138,7 @@ void ClusterState::ApplyMig(const NodeAssignment& a, JobId job, int sign) {
       const int i = d.FindInstance(s.profile, s.start);
       if (i >= 0 && d.owner[static_cast<size_t>(i)] == job) {
         d.owner[static_cast<size_t>(i)] = MigDevice::kNoOwner;
+        d.busy -= compute;
         mig_idle_compute_ += compute;
       }
     }
@@ -170,6 +172,7 @@ Status ClusterState::SetMigLayout(NodeId n, int32_t gpu, const mig::Layout& layo
       const int j = next.FindInstance(in.profile, in.start);
       if (j >= 0) {
         next.owner[static_cast<size_t>(j)] = cur->owner[i];
+        if (cur->owner[i] != MigDevice::kNoOwner) next.busy += g->profile(in.profile).compute;
         ++kept;
       } else if (cur->owner[i] != MigDevice::kNoOwner) {
         return MakeError(ErrorCode::kFailedPrecondition, "{}: instance {}@{} is held by job {}; release it before re-partitioning",
@@ -260,6 +263,8 @@ Status ClusterState::CheckMigInvariants() const {
     ++gpus;
     if (auto st = mig::ValidateLayout(*d.geometry, d.layout); !st)
       return MakeError(ErrorCode::kInternal, "MIG device #{}: invalid layout: {}", f, st.error().message);
+    if (d.busy != d.CountBusyCompute())
+      return MakeError(ErrorCode::kInternal, "MIG device #{}: {} busy compute slices recorded, {} held", f, d.busy, d.CountBusyCompute());
     idle += mig::kComputeSlices - d.BusyCompute();
     for (size_t i = 0; i < d.owner.size(); ++i) {
       if (d.owner[i] != MigDevice::kNoOwner && !held.contains({static_cast<size_t>(mig_index_[f]), i}))

@@ -100,8 +100,10 @@ struct MigDevice {
   mig::Layout layout;          // normalized (by start slice)
   std::vector<JobId> owner;    // per instance of layout; kNoOwner = free
   static constexpr JobId kNoOwner = -1;
+  int busy = 0;                // compute slices held by jobs (kept by ClusterState)
   int FindInstance(int32_t profile, int32_t start) const;
-  int BusyCompute() const;     // compute slices held by jobs
+  int BusyCompute() const { return busy; }
+  int CountBusyCompute() const;  // the same, counted from owner (invariant checks)
 };
 
 // Counters of MIG reconfigurations (mode changes need the GPU idle; instance

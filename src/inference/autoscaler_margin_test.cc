@@ -113,6 +113,18 @@ TEST(AutoscalerMargin, TimeOfDayWindowMatchesTheReference) {
   Check(c, "tod");
 }
 
+// The same-time-of-day window and the recent one overlap (a wide window),
+// or the recent one starts first (a lead longer than the day).
+TEST(AutoscalerMargin, OverlappingTimeOfDayWindowsMatchTheReference) {
+  AutoscalerConfig c = Base();
+  c.error_tod_s = 5 * kStep;
+  Check(c, "overlapping");
+  c.error_tod_s = 2 * kStep;
+  c.lead_s = 12 * kStep;
+  c.error_window_s = 30 * kStep;
+  Check(c, "lead over a day");
+}
+
 TEST(AutoscalerMargin, WindowMaxErrorsMatchTheReference) {
   AutoscalerConfig c = Base();
   c.error_of_window_max = true;

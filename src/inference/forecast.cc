@@ -216,9 +216,27 @@ Result<int> Autoscaler::Step(int64_t t_s, double observed_rps) {
       const int64_t day = cfg_.forecast.day_s;
       const int64_t at = t_s + cfg_.lead_s - day;
       const bool seasonal = Seasonal(t_s);
-      for (const Made& m : ratios_) {
-        if (m.seasonal != seasonal) continue;
-        if (cfg_.error_tod_s <= 0 || (m.t >= at - cfg_.error_tod_s && m.t <= at + cfg_.error_tod_s) || m.t > t_s - cfg_.error_tod_s) r.push_back(m.value);
+      // ratios_ is in time order: the two windows are index ranges (the
+      // scan of a day's window per step was most of a step).
+      const auto first_after = [&](int64_t t) {
+        return static_cast<size_t>(std::partition_point(ratios_.begin(), ratios_.end(), [t](const Made& m) { return m.t <= t; }) -
+                                   ratios_.begin());
+      };
+      const auto take = [&](size_t from, size_t to) {
+        for (size_t i = from; i < to; ++i)
+          if (ratios_[i].seasonal == seasonal) r.push_back(ratios_[i].value);
+      };
+      if (cfg_.error_tod_s <= 0) {
+        take(0, ratios_.size());
+      } else {
+        const size_t lo = first_after(at - cfg_.error_tod_s - 1), hi = first_after(at + cfg_.error_tod_s);
+        const size_t recent = first_after(t_s - cfg_.error_tod_s);
+        if (recent <= lo) {
+          take(recent, ratios_.size());
+        } else {
+          take(lo, hi);
+          take(std::max(recent, hi), ratios_.size());
+        }
       }
       if (r.empty()) r.push_back(1.0);
       // Nearest rank: the smallest ratio with at least q of them at or below it.

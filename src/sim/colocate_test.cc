@@ -189,34 +189,54 @@ TEST(ScaleIn, NotServingFirstThenNewestOrEmptiest) {
   ASSERT_TRUE(c.Bind(6, Placement{{{2, 0, 0, {2, 3, 4, 5}, {1000, 1000, 1000, 1000}}}}));
   const int64_t now = 1000;
   std::unordered_map<JobId, int64_t> ready = {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}};
-  const std::vector<JobId> migs = {3, 1, 2};  // start order: 2 is the newest
-  EXPECT_EQ(ChooseScaleInVictim(migs, ready, now, c, false), 2u);  // newest
-  EXPECT_EQ(ChooseScaleInVictim(migs, ready, now, c, true), 0u);   // job 3: its GPU has 1 busy slice
-  ready[1] = now + 1;                                              // job 1 not serving yet
-  EXPECT_EQ(ChooseScaleInVictim(migs, ready, now, c, false), 1u);
-  EXPECT_EQ(ChooseScaleInVictim(migs, ready, now, c, true), 1u);
-  ready[1] = now;                                                  // serving from now on
-  EXPECT_EQ(ChooseScaleInVictim(migs, ready, now, c, true), 0u);
-  EXPECT_EQ(ChooseScaleInVictim({1, 2}, ready, now, c, true), 1u);  // a tie: the newest
-  const std::vector<JobId> whole = {4, 5};
-  EXPECT_EQ(ChooseScaleInVictim(whole, ready, now, c, false), 1u);
-  EXPECT_EQ(ChooseScaleInVictim(whole, ready, now, c, true), 0u);  // n1 has 6 free, n2 2
-  EXPECT_EQ(ChooseScaleInVictim({5, 4}, ready, now, c, true), 1u);
-  // Several at once: the same victims, in the same order, as one at a time.
-  for (bool emptiest : {false, true}) {
-    for (int64_t r1 : {now, now + 1}) {
-      ready[1] = r1;
-      const std::vector<JobId> all = {3, 1, 4, 2, 5};
-      for (size_t k = 0; k <= all.size() + 1; ++k) {
-        std::vector<JobId> left = all, one_by_one;
-        for (size_t n = 0; n < k && !left.empty(); ++n) {
-          const size_t v = ChooseScaleInVictim(left, ready, now, c, emptiest);
-          one_by_one.push_back(left[v]);
-          left.erase(left.begin() + static_cast<std::ptrdiff_t>(v));
+  // The replicas as the fleets hold them, not located (the victims look
+  // their placement up) or located (as the fleets cache it).
+  auto R = [&](const std::vector<JobId>& ids, bool located = false) {
+    std::vector<RunningReplica> v;
+    for (JobId id : ids) {
+      RunningReplica r{id, ready.at(id)};
+      if (located) {
+        const NodeAssignment& a = c.FindAllocation(id)->assignments[0];
+        r.node = a.node;
+        r.mig_gpu = a.mig.empty() ? -1 : a.mig[0].gpu;
+      }
+      v.push_back(r);
+    }
+    return v;
+  };
+  for (const bool located : {false, true}) {
+    SCOPED_TRACE(located ? "located" : "not located");
+    const std::vector<JobId> migs = {3, 1, 2};  // start order: 2 is the newest
+    ready[1] = 0;
+    EXPECT_EQ(ChooseScaleInVictim(R(migs, located), now, c, false), 2u);  // newest
+    EXPECT_EQ(ChooseScaleInVictim(R(migs, located), now, c, true), 0u);   // job 3: its GPU has 1 busy slice
+    ready[1] = now + 1;                                                   // job 1 not serving yet
+    EXPECT_EQ(ChooseScaleInVictim(R(migs, located), now, c, false), 1u);
+    EXPECT_EQ(ChooseScaleInVictim(R(migs, located), now, c, true), 1u);
+    ready[1] = now;  // serving from now on
+    EXPECT_EQ(ChooseScaleInVictim(R(migs, located), now, c, true), 0u);
+    EXPECT_EQ(ChooseScaleInVictim(R({1, 2}, located), now, c, true), 1u);  // a tie: the newest
+    const std::vector<JobId> whole = {4, 5};
+    EXPECT_EQ(ChooseScaleInVictim(R(whole, located), now, c, false), 1u);
+    EXPECT_EQ(ChooseScaleInVictim(R(whole, located), now, c, true), 0u);  // n1 has 6 free, n2 2
+    EXPECT_EQ(ChooseScaleInVictim(R({5, 4}, located), now, c, true), 1u);
+    // Several at once: the same victims, in the same order, as one at a time.
+    for (bool emptiest : {false, true}) {
+      for (int64_t r1 : {now, now + 1}) {
+        ready[1] = r1;
+        const std::vector<RunningReplica> all = R({3, 1, 4, 2, 5}, located);
+        for (size_t k = 0; k <= all.size() + 1; ++k) {
+          std::vector<RunningReplica> left = all;
+          std::vector<JobId> one_by_one;
+          for (size_t n = 0; n < k && !left.empty(); ++n) {
+            const size_t v = ChooseScaleInVictim(left, now, c, emptiest);
+            one_by_one.push_back(left[v].id);
+            left.erase(left.begin() + static_cast<std::ptrdiff_t>(v));
+          }
+          std::vector<JobId> at_once;
+          for (size_t v : ChooseScaleInVictims(all, now, c, emptiest, k)) at_once.push_back(all[v].id);
+          EXPECT_EQ(at_once, one_by_one) << "k " << k << " emptiest " << emptiest << " ready " << r1;
         }
-        std::vector<JobId> at_once;
-        for (size_t v : ChooseScaleInVictims(all, ready, now, c, emptiest, k)) at_once.push_back(all[v]);
-        EXPECT_EQ(at_once, one_by_one) << "k " << k << " emptiest " << emptiest << " ready " << r1;
       }
     }
   }

@@ -48,37 +48,40 @@ Result<Job> ReplicaShape(const inference::Service& s, const ClusterState& cluste
 namespace {
 
 // A replica's scale-in order: lower ends first.
-double ScaleInKey(JobId id, const std::unordered_map<JobId, int64_t>& ready_at, int64_t now, const ClusterState& c,
-                  bool emptiest_first) {
-  const bool serving = ready_at.at(id) <= now;
+double ScaleInKey(const RunningReplica& r, int64_t now, const ClusterState& c, bool emptiest_first) {
+  const bool serving = r.ready_at <= now;
   double key = serving ? 1e9 : 0;
   if (serving && emptiest_first) {
-    if (const Placement* p = c.FindAllocation(id); p && !p->assignments.empty()) {
-      const NodeAssignment& a = p->assignments[0];
-      key = !a.mig.empty() ? c.mig_device(a.node, a.mig[0].gpu)->BusyCompute() : -c.free_whole_gpus(a.node);
+    NodeId node = r.node;
+    int32_t mig_gpu = r.mig_gpu;
+    if (node < 0) {
+      const Placement* p = c.FindAllocation(r.id);
+      if (!p || p->assignments.empty()) return key;
+      node = p->assignments[0].node;
+      mig_gpu = p->assignments[0].mig.empty() ? -1 : p->assignments[0].mig[0].gpu;
     }
+    key = mig_gpu >= 0 ? c.mig_device(node, mig_gpu)->BusyCompute() : -c.free_whole_gpus(node);
   }
   return key;
 }
 
 }  // namespace
 
-size_t ChooseScaleInVictim(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at, int64_t now,
-                           const ClusterState& c, bool emptiest_first) {
+size_t ChooseScaleInVictim(const std::vector<RunningReplica>& running, int64_t now, const ClusterState& c, bool emptiest_first) {
   size_t best = running.size() - 1;
   double best_key = 0;
   for (size_t i = running.size(); i-- > 0;) {
-    const double key = ScaleInKey(running[i], ready_at, now, c, emptiest_first);
+    const double key = ScaleInKey(running[i], now, c, emptiest_first);
     if (i == running.size() - 1 || key < best_key) best = i, best_key = key;
   }
   return best;
 }
 
-std::vector<size_t> ChooseScaleInVictims(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at,
-                                         int64_t now, const ClusterState& c, bool emptiest_first, size_t k) {
+std::vector<size_t> ChooseScaleInVictims(const std::vector<RunningReplica>& running, int64_t now, const ClusterState& c,
+                                         bool emptiest_first, size_t k) {
   std::vector<std::pair<double, size_t>> keys;
   keys.reserve(running.size());
-  for (size_t i = 0; i < running.size(); ++i) keys.push_back({ScaleInKey(running[i], ready_at, now, c, emptiest_first), i});
+  for (size_t i = 0; i < running.size(); ++i) keys.push_back({ScaleInKey(running[i], now, c, emptiest_first), i});
   k = std::min(k, keys.size());
   // ChooseScaleInVictim's order: the lowest key, ties to the newest.
   std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(k), keys.end(),
@@ -177,15 +180,22 @@ Result<bool> InferenceFleets::Scale(Replay& replay, std::vector<const Job*>& arr
     if (target < have && !f.running.empty()) {
       // Ending a replica frees its GPU only at the replay's FinishesAt, so
       // the victims' keys stay as they are: choose them all in one pass.
-      const std::vector<size_t> victims = ChooseScaleInVictims(f.running, f.ready_at, now, replay.cluster(),
-                                                               options_.emptiest_first, static_cast<size_t>(have - target));
+      // Replicas never move: each is located once.
+      const ClusterState& c = replay.cluster();
+      for (RunningReplica& r : f.running) {
+        if (r.node >= 0) continue;
+        if (const Placement* p = c.FindAllocation(r.id); p && !p->assignments.empty()) {
+          r.node = p->assignments[0].node;
+          r.mig_gpu = p->assignments[0].mig.empty() ? -1 : p->assignments[0].mig[0].gpu;
+        }
+      }
+      const std::vector<size_t> victims =
+          ChooseScaleInVictims(f.running, now, c, options_.emptiest_first, static_cast<size_t>(have - target));
       std::vector<uint8_t> ended(f.running.size(), 0);
       for (size_t v : victims) {
-        const JobId id = f.running[v];
         ended[v] = 1;
-        f.ready_at.erase(id);
         gpus_ -= f.gpus_per_replica;
-        TIDAL_RETURN_IF_ERROR(replay.EndNow(id, now));
+        TIDAL_RETURN_IF_ERROR(replay.EndNow(f.running[v].id, now));
         changed = true;
       }
       size_t w = 0;
@@ -203,21 +213,19 @@ Result<bool> InferenceFleets::Scale(Replay& replay, std::vector<const Job*>& arr
 void InferenceFleets::Started(const Job& replica, int64_t now, bool mig_created, bool mig_mode_changed, bool notice_preempted) {
   Fleet& f = fleets_[fleet_of_.at(replica.id)];
   --f.waiting;
-  f.running.push_back(replica.id);
   int64_t delay = options_.startup_s;
   if (notice_preempted) delay += options_.checkpoint_write_s;
   if (replica.IsMig()) delay += mig_mode_changed ? options_.mig_mode_s : mig_created ? options_.mig_create_s : 0;
   // The fleet exists before the run: replicas placed at its start serve at once.
-  f.ready_at[replica.id] = now == t0_ ? now : now + delay;
+  f.running.push_back({replica.id, now == t0_ ? now : now + delay});
   gpus_ += f.gpus_per_replica;
 }
 
 void InferenceFleets::Preempted(JobId replica) {
   Fleet& f = fleets_[fleet_of_.at(replica)];
-  auto it = std::find(f.running.begin(), f.running.end(), replica);
+  auto it = std::find_if(f.running.begin(), f.running.end(), [&](const RunningReplica& r) { return r.id == replica; });
   if (it == f.running.end()) return;
   f.running.erase(it);
-  f.ready_at.erase(replica);
   ++f.waiting;
   gpus_ -= f.gpus_per_replica;
 }
@@ -228,7 +236,7 @@ void InferenceFleets::EndMinute(bool measure) {
   for (Fleet& f : fleets_) {
     if (!measure) continue;
     int64_t ready = 0;
-    for (JobId id : f.running) ready += f.ready_at.at(id) <= tick;
+    for (const RunningReplica& r : f.running) ready += r.ready_at <= tick;
     ++f.minutes;
     const bool met = static_cast<double>(ready) * f.svc->goodput_rps >= inference::RateAt(f.svc->demand, offset) - 1e-9;
     f.met += met;

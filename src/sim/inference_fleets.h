@@ -78,20 +78,30 @@ struct ServiceResult {
   std::vector<int64_t> missed_by_day;  // minutes without enough SLO capacity, per day
 };
 
+// A running replica: its job, when it serves from, and where it runs (the
+// node of its placement and, for a MIG replica, the GPU; node -1: not
+// looked up yet — replicas never move, so once is enough).
+struct RunningReplica {
+  JobId id = -1;
+  int64_t ready_at = 0;
+  NodeId node = -1;
+  int32_t mig_gpu = -1;
+};
+
 // Which replica a scale-in ends, an index into `running` (start order). Like
 // Kubernetes' ReplicaSet scale-down, one not serving yet (ready_at > now)
 // goes first, then the newest; with emptiest_first (tidal), among serving
 // ones the replica whose GPU holds the fewest busy MIG compute slices, or
 // whose node has the most free whole GPUs, so that GPUs drain and return
-// to training whole. Ties go to the newest.
-size_t ChooseScaleInVictim(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at, int64_t now,
-                           const ClusterState& cluster, bool emptiest_first);
+// to training whole. Ties go to the newest. Replicas not located yet are
+// looked up in the cluster.
+size_t ChooseScaleInVictim(const std::vector<RunningReplica>& running, int64_t now, const ClusterState& cluster, bool emptiest_first);
 
 // The first k victims of repeated ChooseScaleInVictim calls, each removing
 // its victim from `running`, in that order — in one pass (the cluster does
 // not change between them: an ended replica frees its GPU only later).
-std::vector<size_t> ChooseScaleInVictims(const std::vector<JobId>& running, const std::unordered_map<JobId, int64_t>& ready_at,
-                                         int64_t now, const ClusterState& cluster, bool emptiest_first, size_t k);
+std::vector<size_t> ChooseScaleInVictims(const std::vector<RunningReplica>& running, int64_t now, const ClusterState& cluster,
+                                         bool emptiest_first, size_t k);
 
 // The replica job of a service on this cluster: a TP group of whole GPUs on
 // one node, one GPU, or a MIG instance of the fleet's GPU model.
@@ -143,8 +153,7 @@ class InferenceFleets {
     const inference::Service* svc = nullptr;
     Job shape;
     double gpus_per_replica = 1;
-    std::vector<JobId> running;  // in start order
-    std::unordered_map<JobId, int64_t> ready_at;
+    std::vector<RunningReplica> running;  // in start order
     int64_t waiting = 0;
     std::optional<inference::Autoscaler> scaler;
     int fixed_day = 0, fixed_night = 0, peak = 0;
