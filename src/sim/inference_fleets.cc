@@ -91,6 +91,67 @@ std::vector<size_t> ChooseScaleInVictims(const std::vector<RunningReplica>& runn
   return out;
 }
 
+Result<std::shared_ptr<ScalingTargets>> ScalingTargets::Make(const std::vector<inference::Service>& services,
+                                                             const InferenceFleetsOptions& o) {
+  if (o.mode != ScalingMode::kReactive && o.mode != ScalingMode::kForecast)
+    return MakeError(ErrorCode::kInvalidArgument, "inference: scaling targets are for the reactive and forecast modes");
+  std::shared_ptr<ScalingTargets> t(new ScalingTargets());
+  t->services_ = services;
+  t->options_ = o;
+  t->options_.targets = nullptr;
+  t->options_.groups.clear();
+  const bool forecast = o.mode == ScalingMode::kForecast;
+  for (const inference::Service& s : services) {
+    inference::AutoscalerConfig a;
+    a.goodput_rps = s.goodput_rps;
+    a.headroom = s.headroom;
+    a.min_replicas = s.min_replicas;
+    a.lead_s = forecast ? o.lead_s : 0;
+    a.error_quantile = forecast ? o.error_quantile : 0;
+    a.error_window_s = o.error_window_s;
+    a.error_tod_s = o.error_tod_s;
+    a.error_of_window_max = o.error_of_window_max;
+    a.error_margin_max = o.error_margin_max;
+    a.cooldown_s = o.cooldown_s;
+    auto sc = inference::Autoscaler::Create(a, kMinute);
+    if (!sc) return MakeError(sc.error().code, "service '{}': {}", s.name, sc.error().message);
+    t->scalers_.push_back(std::move(*sc));
+  }
+  t->minutes_.resize(services.size());
+  return t;
+}
+
+Result<ScalingTargets::Minute> ScalingTargets::At(size_t service, int64_t minute) {
+  std::lock_guard lock(mu_);
+  if (service >= services_.size() || minute < 0)
+    return MakeError(ErrorCode::kInvalidArgument, "scaling targets: no service #{} or minute {}", service, minute);
+  std::vector<Minute>& done = minutes_[service];
+  inference::Autoscaler& a = scalers_[service];
+  while (static_cast<int64_t>(done.size()) <= minute) {
+    // The autoscaler has seen the minute that just ended. Its answers
+    // depend on time differences only, so minute 0 starts at 0 here.
+    const int64_t m = static_cast<int64_t>(done.size());
+    const double seen = inference::RateAt(services_[service].demand, m >= 1 ? (m - 1) * kMinute : 0);
+    TIDAL_ASSIGN_OR_RETURN(const int target, a.Step((m - 1) * kMinute, seen));
+    done.push_back({target, a.last_forecast_need() > a.last_reactive_need()});
+  }
+  return done[static_cast<size_t>(minute)];
+}
+
+bool ScalingTargets::Matches(const std::vector<inference::Service>& services, const InferenceFleetsOptions& o) const {
+  if (services.size() != services_.size() || o.mode != options_.mode || o.lead_s != options_.lead_s || o.cooldown_s != options_.cooldown_s ||
+      o.error_quantile != options_.error_quantile || o.error_window_s != options_.error_window_s || o.error_tod_s != options_.error_tod_s ||
+      o.error_of_window_max != options_.error_of_window_max || o.error_margin_max != options_.error_margin_max)
+    return false;
+  for (size_t i = 0; i < services.size(); ++i) {
+    const inference::Service &a = services[i], &b = services_[i];
+    if (a.name != b.name || a.goodput_rps != b.goodput_rps || a.headroom != b.headroom || a.min_replicas != b.min_replicas ||
+        a.demand.step_s != b.demand.step_s || a.demand.rate != b.demand.rate)
+      return false;
+  }
+  return true;
+}
+
 bool InferenceFleets::IsDay(int64_t offset_s) const {
   const int64_t hour = (offset_s % 86400) / 3600;
   return hour >= options_.day_start_hour && hour < options_.day_end_hour;
@@ -103,6 +164,13 @@ Result<InferenceFleets> InferenceFleets::Make(const std::vector<inference::Servi
     return MakeError(ErrorCode::kInvalidArgument, "inference: day hours must satisfy 0 <= start < end <= 24");
   if (!o.groups.empty() && o.groups.size() != services.size())
     return MakeError(ErrorCode::kInvalidArgument, "inference: {} groups for {} services", o.groups.size(), services.size());
+  if (o.mode == ScalingMode::kReactive || o.mode == ScalingMode::kForecast) {
+    if (!o.targets) {
+      TIDAL_ASSIGN_OR_RETURN(o.targets, ScalingTargets::Make(services, o));
+    } else if (!o.targets->Matches(services, o)) {
+      return MakeError(ErrorCode::kInvalidArgument, "inference: the shared scaling targets were made for other services or knobs");
+    }
+  }
   InferenceFleets f;
   f.options_ = std::move(o);
   f.t0_ = t0;
@@ -126,20 +194,7 @@ Result<InferenceFleets> InferenceFleets::Make(const std::vector<inference::Servi
       if (opt.mode == ScalingMode::kPeak) fl.fixed_day = fl.fixed_night = fl.peak;
       else fl.fixed_day = day, fl.fixed_night = night;
     } else {
-      const bool forecast = opt.mode == ScalingMode::kForecast;
-      inference::AutoscalerConfig a;
-      a.goodput_rps = s.goodput_rps;
-      a.headroom = s.headroom;
-      a.min_replicas = s.min_replicas;
-      a.lead_s = forecast ? opt.lead_s : 0;
-      a.error_quantile = forecast ? opt.error_quantile : 0;
-      a.error_window_s = opt.error_window_s;
-      a.error_tod_s = opt.error_tod_s;
-      a.error_of_window_max = opt.error_of_window_max;
-      a.error_margin_max = opt.error_margin_max;
-      a.cooldown_s = opt.cooldown_s;
-      TIDAL_ASSIGN_OR_RETURN(inference::Autoscaler sc, inference::Autoscaler::Create(a, kMinute));
-      fl.scaler.emplace(std::move(sc));
+      fl.scaled = true;
     }
     f.fleets_.push_back(std::move(fl));
   }
@@ -154,11 +209,10 @@ Result<bool> InferenceFleets::Scale(Replay& replay, std::vector<const Job*>& arr
   for (size_t i = 0; i < fleets_.size(); ++i) {
     Fleet& f = fleets_[i];
     int target = 0;
-    if (f.scaler) {
-      // The autoscaler has seen the minute that just ended.
-      const double seen = inference::RateAt(f.svc->demand, offset_s >= kMinute ? offset_s - kMinute : 0);
-      TIDAL_ASSIGN_OR_RETURN(target, f.scaler->Step(now - kMinute, seen));
-      if (f.scaler->last_forecast_need() > f.scaler->last_reactive_need()) forecast_driven = true;
+    if (f.scaled) {
+      TIDAL_ASSIGN_OR_RETURN(const ScalingTargets::Minute m, options_.targets->At(i, minute_));
+      target = m.target;
+      forecast_driven = forecast_driven || m.forecast_driven;
     } else {
       target = IsDay(offset_s) ? f.fixed_day : f.fixed_night;
     }

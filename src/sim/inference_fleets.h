@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -33,6 +35,7 @@ class Node;
 namespace tidal::sim {
 
 class Replay;
+class ScalingTargets;
 
 enum class ScalingMode {
   kPeak,      // each service's peak over the horizon, all the time (a fleet sized for its peak)
@@ -60,6 +63,37 @@ struct InferenceFleetsOptions {
   bool notice = true;
   // Each service's replicas belong to this trace group (tenant); "" = "inference".
   std::vector<std::string> groups;
+  // kReactive / kForecast: the targets to follow, shared by replays of the
+  // same services and knobs (null: the fleets make their own).
+  std::shared_ptr<ScalingTargets> targets;
+};
+
+// The replica targets of the autoscaled modes (kReactive, kForecast), minute
+// by minute: a pure function of the services' demand and the knobs (the
+// autoscaler sees the demand, never the cluster), so replays of the same
+// services with the same knobs — the org experiment's sides — share one and
+// each service's autoscaler runs once. Minute m is the target for the minute
+// starting m minutes after the replay's start, from the demand of the
+// minutes before it. Extended as far as a replay asks; thread-safe.
+class ScalingTargets {
+ public:
+  struct Minute {
+    int target = 0;
+    bool forecast_driven = false;  // the forecast asked for more than the observed demand
+  };
+  static Result<std::shared_ptr<ScalingTargets>> Make(const std::vector<inference::Service>& services, const InferenceFleetsOptions& o);
+  Result<Minute> At(size_t service, int64_t minute);
+  // Whether these are the targets of `services` under `o` (same demand,
+  // goodput and autoscaler knobs).
+  bool Matches(const std::vector<inference::Service>& services, const InferenceFleetsOptions& o) const;
+
+ private:
+  ScalingTargets() = default;
+  std::mutex mu_;
+  std::vector<inference::Service> services_;
+  InferenceFleetsOptions options_;
+  std::vector<inference::Autoscaler> scalers_;
+  std::vector<std::vector<Minute>> minutes_;
 };
 
 // Reads the knobs of a config's `replica: {startup_s, mig_create_s,
@@ -155,7 +189,7 @@ class InferenceFleets {
     double gpus_per_replica = 1;
     std::vector<RunningReplica> running;  // in start order
     int64_t waiting = 0;
-    std::optional<inference::Autoscaler> scaler;
+    bool scaled = false;  // follows options_.targets
     int fixed_day = 0, fixed_night = 0, peak = 0;
     int64_t met = 0, minutes = 0;
     std::vector<int64_t> missed_by_day;

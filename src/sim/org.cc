@@ -243,6 +243,15 @@ Result<OrgResult> RunOrg(const OrgConfig& config, int threads, const std::functi
   }
   const double peak_bf16 = planner::FindGpu(reference.gpu())->PeakFlops(planner::Precision::kBf16).value_or(0);
 
+  // The sides with co-location follow the same forecast: its targets depend
+  // on the demand traces only, so one copy is shared.
+  std::shared_ptr<ScalingTargets> targets;
+  if (config.inference) {
+    InferenceFleetsOptions forecast = config.inference->knobs;
+    forecast.mode = ScalingMode::kForecast;
+    TIDAL_ASSIGN_OR_RETURN(targets, ScalingTargets::Make(config.inference->loaded, forecast));
+  }
+
   const int n = static_cast<int>(arms.size());
   std::vector<std::optional<QueueSimResult>> results(arms.size());
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -274,6 +283,7 @@ Result<OrgResult> RunOrg(const OrgConfig& config, int threads, const std::functi
                                        .lend = arm.side.colocation};
         const bool co = arm.side.colocation;
         inf.fleets.mode = co ? ScalingMode::kForecast : ScalingMode::kPeak;
+        if (co) inf.fleets.targets = targets;
         inf.fleets.emptiest_first = co;
         inf.fleets.notice = co;
         o.inference = std::move(inf);

@@ -192,6 +192,91 @@ TEST(QueueInference, BadInputsSayWhat) {
   EXPECT_THAT(bad.error().message, HasSubstr("not a MIG profile"));
 }
 
+// Scaling targets: the autoscaler's answers minute by minute (minute m from
+// the demand of minute m - 1), the same shared or not, refused for knobs or
+// services they were not made for.
+TEST(ScalingTargets, FollowTheAutoscalerMinuteByMinute) {
+  inference::Service s = NoonService();
+  for (int m = 0; m < 1440; ++m) s.demand.rate[static_cast<size_t>(m)] = 5.0 + 35.0 * (m % 97) / 96.0;  // ramps, so scale-in happens
+  InferenceFleetsOptions o;
+  o.mode = ScalingMode::kForecast;
+  o.error_quantile = 0.9;
+  o.error_window_s = 3 * 3600;
+  o.cooldown_s = 600;
+  auto t = ScalingTargets::Make({s}, o);
+  ASSERT_TRUE(t) << t.error().message;
+  inference::AutoscalerConfig a{.goodput_rps = 10, .headroom = 0, .min_replicas = 0, .lead_s = 1800, .cooldown_s = 600,
+                                .error_quantile = 0.9, .error_window_s = 3 * 3600};
+  auto ref = inference::Autoscaler::Create(a, 60);
+  ASSERT_TRUE(ref);
+  int driven = 0, ups = 0, downs = 0, last = 0;
+  // Asked out of order (a later minute first) they are the same.
+  ASSERT_TRUE((*t)->At(0, 2000));
+  for (int64_t m = 0; m <= 2000; ++m) {
+    const double seen = s.demand.rate[static_cast<size_t>(m >= 1 ? (m - 1) % 1440 : 0)];
+    auto want = ref->Step(kT0 + (m - 1) * 60, seen);  // any origin: only differences count
+    ASSERT_TRUE(want);
+    auto got = (*t)->At(0, m);
+    ASSERT_TRUE(got);
+    ASSERT_EQ(got->target, *want) << "minute " << m;
+    ASSERT_EQ(got->forecast_driven, ref->last_forecast_need() > ref->last_reactive_need()) << "minute " << m;
+    driven += got->forecast_driven;
+    ups += got->target > last;
+    downs += got->target < last;
+    last = got->target;
+  }
+  EXPECT_GT(driven, 10);
+  EXPECT_GT(ups, 10);
+  EXPECT_GT(downs, 10);
+  EXPECT_FALSE((*t)->At(1, 0));
+  EXPECT_FALSE((*t)->At(0, -1));
+
+  EXPECT_TRUE((*t)->Matches({s}, o));
+  InferenceFleetsOptions other = o;
+  other.lead_s = 600;
+  EXPECT_FALSE((*t)->Matches({s}, other));
+  other = o;
+  other.error_tod_s = 60;
+  EXPECT_FALSE((*t)->Matches({s}, other));
+  other = o;
+  other.groups = {"inf-x"};  // where replicas run does not change the targets
+  EXPECT_TRUE((*t)->Matches({s}, other));
+  inference::Service faster = s;
+  faster.goodput_rps = 20;
+  EXPECT_FALSE((*t)->Matches({faster}, o));
+  inference::Service busier = s;
+  busier.demand.rate[700] += 1;
+  EXPECT_FALSE((*t)->Matches({busier}, o));
+  EXPECT_FALSE((*t)->Matches({s, s}, o));
+
+  InferenceFleetsOptions peak = o;
+  peak.mode = ScalingMode::kPeak;
+  EXPECT_FALSE(ScalingTargets::Make({s}, peak));
+}
+
+TEST(ScalingTargets, SharedTargetsGiveTheSameReplay) {
+  auto own = RunQueueSim(Nodes(), Jobs(), Options(true));
+  QueueSimOptions o = Options(true);
+  auto t = ScalingTargets::Make(o.inference->services, o.inference->fleets);
+  ASSERT_TRUE(t);
+  o.inference->fleets.targets = *t;
+  auto shared = RunQueueSim(Nodes(), Jobs(), o);
+  auto again = RunQueueSim(Nodes(), Jobs(), o);  // the second replay reads what the first extended
+  ASSERT_TRUE(own && shared && again);
+  for (const auto* r : {&*shared, &*again}) {
+    EXPECT_EQ(r->preemptions, own->preemptions);
+    EXPECT_EQ(r->inference.at(0).slo_minutes_met, own->inference.at(0).slo_minutes_met);
+    EXPECT_EQ(r->inference.at(0).mean_replicas, own->inference.at(0).mean_replicas);
+    for (size_t i = 0; i < own->jobs.size(); ++i) EXPECT_EQ(r->jobs[i].finish_s, own->jobs[i].finish_s);
+  }
+  QueueSimOptions wrong = Options(true);
+  wrong.inference->fleets.lead_s = 600;
+  wrong.inference->fleets.targets = *t;
+  auto refused = RunQueueSim(Nodes(), Jobs(), wrong);
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error().message, HasSubstr("shared scaling targets were made for other services or knobs"));
+}
+
 // The core project (QueueSimOptions::core_tenant): a hard floor. Tenant A
 // asks 160,000 GPU-s and B 40,000, so A's floor is 13 of 16 GPUs and B's 3.
 // A's two 8-GPU jobs need 16: as an ordinary tenant A borrows B's idle 3 and
