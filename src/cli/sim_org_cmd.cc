@@ -33,7 +33,7 @@ int Run(const OrgArgs& a) {
   const bool tty = isatty(STDERR_FILENO) != 0;
   fmt::print(stderr, "[org] {}: before, after and {} ablations (each a replay of the trace)\n", config->name, config->inference ? 5 : 4);
   auto r = sim::RunOrg(*config, a.threads, [&](const sim::OrgProgress& p) {
-    fmt::print(stderr, "{}[org] {}/{} sides done (last: {}){}", tty ? "\r" : "", p.done, p.total, p.last,
+    fmt::print(stderr, "{}[org] {}/{} sides done (last: {}, {:.0f} s){}", tty ? "\r" : "", p.done, p.total, p.last, p.last_seconds,
                tty ? "          " : "\n");
   });
   if (tty) fmt::print(stderr, "\n");

@@ -41,6 +41,26 @@ bool Add(Micros& a, Micros d) { return !__builtin_add_overflow(a, d, &a); }
 
 }  // namespace
 
+template <class Map, class Log>
+void Batch::Save(Map& map, std::string_view key, Log& log) {
+  auto it = map.find(key);
+  log.emplace_back(std::string(key), it == map.end() ? std::nullopt : std::make_optional(it->second));
+}
+
+void Batch::Rollback() {
+  auto restore = [](auto& map, auto& log) {
+    for (auto it = log.rbegin(); it != log.rend(); ++it) {
+      if (it->second) map.insert_or_assign(it->first, std::move(*it->second));
+      else if (auto found = map.find(it->first); found != map.end()) map.erase(found);
+    }
+  };
+  restore(state_.accounts, undo_->accounts);
+  restore(state_.holds, undo_->holds);
+  restore(state_.created, undo_->created);
+  restore(state_.reversed, undo_->reversed);
+  state_.next_seq = undo_->next_seq;
+}
+
 Result<const TransferRecord*> Batch::Existing(std::string_view id) {
   if (auto it = state_.created.find(id); it != state_.created.end()) return &it->second;
   TIDAL_ASSIGN_OR_RETURN(std::optional<TransferRecord> stored, rows::LoadTransfer(tx_, id));
@@ -57,6 +77,7 @@ Result<Account*> Batch::AccountRef(std::string_view name) {
     TIDAL_ASSIGN_OR_RETURN(std::optional<Account> a, rows::LoadAccount(tx_, name));
     it = state_.accounts.emplace(std::string(name), std::move(a)).first;
   }
+  if (undo_) undo_->accounts.emplace_back(it->first, std::make_optional(it->second));  // the caller may change it
   return it->second ? &*it->second : nullptr;
 }
 
@@ -66,6 +87,7 @@ Result<Hold*> Batch::HoldRef(std::string_view id) {
     TIDAL_ASSIGN_OR_RETURN(std::optional<Hold> h, rows::LoadHold(tx_, id));
     it = state_.holds.emplace(std::string(id), std::move(h)).first;
   }
+  if (undo_) undo_->holds.emplace_back(it->first, std::make_optional(it->second));  // the caller may change it
   return it->second ? &*it->second : nullptr;
 }
 
@@ -83,6 +105,7 @@ void Batch::Record(const Transfer& t, TransferResult r, TransferOutcome& out) {
   if (t.id.empty() || t.id.size() > kMaxIdLength) return;  // cannot be recorded under its id
   TransferRecord rec{.seq = state_.next_seq++, .transfer = t, .result = r};
   out.seq = rec.seq;
+  if (undo_) Save(state_.created, t.id, undo_->created);
   state_.created.insert_or_assign(t.id, std::move(rec));
 }
 
@@ -206,6 +229,7 @@ Result<TransferOutcome> Batch::One(const Transfer& t, bool expiry) {
         (__builtin_mul_overflow(t.timeout_s, std::int64_t{1'000'000}, &expires) ||
          !Add(expires, t.at_us)))
       expires = INT64_MAX;
+    if (undo_) Save(state_.holds, t.id, undo_->holds);
     state_.holds.insert_or_assign(t.id, Hold{.id = t.id,
                                              .debit = t.debit,
                                              .credit = t.credit,
@@ -214,7 +238,10 @@ Result<TransferOutcome> Batch::One(const Transfer& t, bool expiry) {
                                              .state = HoldState::kPending,
                                              .expires_us = expires});
   }
-  if (t.code == kCodeReversal) state_.reversed[t.reference] += t.amount;
+  if (t.code == kCodeReversal) {
+    if (undo_) Save(state_.reversed, t.reference, undo_->reversed);
+    state_.reversed[t.reference] += t.amount;
+  }
   Record(rec, R::kOk, out);
   return out;
 }
@@ -238,14 +265,22 @@ Result<std::vector<TransferOutcome>> Batch::Apply(std::span<const Transfer> tran
       ++i;
       continue;
     }
-    const State before = state_;
+    undo_.emplace();
+    undo_->next_seq = state_.next_seq;
     std::vector<bool> prior(end - i + 1);
     std::optional<std::size_t> failed;
     for (std::size_t k = i; k <= end; ++k) {
-      TIDAL_ASSIGN_OR_RETURN(out[k], One(transfers[k], expiry));
+      auto one = One(transfers[k], expiry);
+      if (!one) {
+        undo_.reset();
+        return std::unexpected(one.error());
+      }
+      out[k] = std::move(*one);
       prior[k - i] = last_was_prior_;
       if (!failed && !last_was_prior_ && !out[k].ok()) failed = k;
     }
+    Undo undo = std::move(*undo_);
+    undo_.reset();
     const auto n_prior = std::count(prior.begin(), prior.end(), true);
     if (!open && n_prior == static_cast<std::ptrdiff_t>(prior.size())) {
       i = end + 1;  // a retried chain: every event answers as it did first
@@ -258,7 +293,9 @@ Result<std::vector<TransferOutcome>> Batch::Apply(std::span<const Transfer> tran
       for (std::size_t k = i; k <= end && !failed; ++k)
         if (prior[k - i]) failed = k;
     if (failed) {
-      state_ = before;
+      undo_ = std::move(undo);
+      Rollback();
+      undo_.reset();
       for (std::size_t k = i; k <= end; ++k) {
         if (prior[k - i]) continue;  // an earlier record keeps its answer
         TransferResult r = R::kLinkedEventFailed;

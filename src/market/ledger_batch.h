@@ -34,6 +34,20 @@ class Batch {
     std::int64_t next_seq = 0;
   };
 
+  // A linked chain's undo log: the entries it may change, as they were
+  // before (nullopt: absent), restored in reverse order if the chain fails.
+  // Copying the whole state per chain made a batch quadratic.
+  struct Undo {
+    std::vector<std::pair<std::string, std::optional<std::optional<Account>>>> accounts;
+    std::vector<std::pair<std::string, std::optional<std::optional<Hold>>>> holds;
+    std::vector<std::pair<std::string, std::optional<TransferRecord>>> created;
+    std::vector<std::pair<std::string, std::optional<Micros>>> reversed;
+    std::int64_t next_seq = 0;
+  };
+  template <class Map, class Log>
+  void Save(Map& map, std::string_view key, Log& log);
+  void Rollback();
+
   // Outcome of one transfer; applies its effect to state_ when ok.
   Result<TransferOutcome> One(const Transfer& t, bool expiry);
   // The stored or created record with this id, if any.
@@ -47,6 +61,7 @@ class Batch {
   State state_;
   bool seq_loaded_ = false;
   bool last_was_prior_ = false;  // One() answered from an earlier record
+  std::optional<Undo> undo_;     // inside a linked chain
 };
 
 }  // namespace tidal::market

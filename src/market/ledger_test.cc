@@ -310,6 +310,52 @@ TEST_P(LedgerTest, LinkedChainsSucceedOrFailTogether) {
   ExpectChecked();
 }
 
+// A failed chain in the middle of a batch undoes exactly its own effects:
+// the hold it posted to, the hold it placed, the reversal it counted, the
+// accounts it moved, and the sequence numbers; what came before it in the
+// batch stands, and what comes after sees the state as the chain never ran.
+TEST_P(LedgerTest, AFailedChainUndoesOnlyItself) {
+  auto linked = [](Transfer t) {
+    t.flags |= tf::kLinked;
+    return t;
+  };
+  ASSERT_EQ(Do(Pending("h", "ads", 20 * kC)), "ok");
+  ASSERT_EQ(Do(Plain("t", "ads", "search", 10 * kC)), "ok");
+  Transfer rev = Plain("r1", "search", "ads", 10 * kC, "reversal");
+  rev.reference = "t";
+  Transfer rev2 = rev;
+  rev2.id = "r2";
+  const std::vector<Transfer> batch = {
+      Plain("before", "ads", "vision", 5 * kC),       // stands
+      linked(Post("p1", "h", 8 * kC)),                // undone: the hold keeps 20
+      linked(rev),                                    // undone: t is still reversible in full
+      linked(Pending("h2", "vision", 2 * kC)),        // undone: no such hold afterwards
+      linked(Plain("move", "vision", "search", kC)),  // undone
+      Plain("bad", "search", "nobody", kC),           // fails the chain
+      Post("p2", "h", 20 * kC),                       // the whole hold: it still has 20
+      rev2,                                           // the full reversal still fits
+      Post("p3", "h2", kC),                           // h2 was never placed
+      Plain("after", "vision", "search", 5 * kC)};    // vision has its 5, not 3 - 1
+  auto out = ledger_->CreateTransfers(batch);
+  ASSERT_TRUE(out) << out.error().ToString();
+  std::vector<std::string> names;
+  for (const auto& o : *out) names.push_back(o.name());
+  EXPECT_THAT(names, ::testing::ElementsAre("ok", "linked_event_failed", "linked_event_failed", "linked_event_failed",
+                                            "linked_event_failed", "credit_account_not_found", "ok", "ok",
+                                            "pending_transfer_not_found", "ok"));
+  // Every record of the batch takes the next number: the undone chain's
+  // numbers are reused by its rejections, leaving no gap.
+  for (size_t i = 1; i < out->size(); ++i) EXPECT_EQ((*out)[i].seq, (*out)[i - 1].seq + 1) << i;
+  EXPECT_EQ(Balance("ads"), 100 * kC - 10 * kC - 5 * kC - 20 * kC + 10 * kC);
+  EXPECT_EQ(Acct("ads").debits_pending, 0);
+  EXPECT_EQ(Balance("vision"), 0);
+  EXPECT_EQ(Acct("vision").debits_pending, 0);
+  EXPECT_EQ(Balance("search"), 5 * kC);
+  // The failed chain's records keep their ids; a retry answers as the first time.
+  EXPECT_EQ(Do(linked(Post("p1", "h", 8 * kC))), "linked_event_failed");
+  ExpectChecked();
+}
+
 TEST_P(LedgerTest, ReversalsCorrectWithoutErasing) {
   ASSERT_EQ(Do(Plain("t", "ads", "search", 30 * kC)), "ok");
   Transfer rev = Plain("r1", "search", "ads", 10 * kC, "reversal");

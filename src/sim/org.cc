@@ -294,9 +294,10 @@ Result<OrgResult> RunOrg(const OrgConfig& config, int threads, const std::functi
         if (!failure) failure = Error{r.error().code, fmt::format("{}: {}", arm.name, r.error().message)};
         continue;
       }
+      const double seconds = r->seconds;
       results[static_cast<size_t>(i)] = std::move(*r);
       ++done;
-      if (progress) progress({done, n, arm.name});
+      if (progress) progress({done, n, arm.name, seconds});
     }
   };
   std::vector<std::thread> pool;

@@ -114,6 +114,7 @@ struct OrgResult {
 struct OrgProgress {
   int done = 0, total = 0;
   std::string last;  // the side just finished
+  double last_seconds = 0;  // its replay's wall time
 };
 
 // Runs before, after and the ablations (threads: 0 = one per core).
