@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 namespace tidal::mig {
@@ -158,6 +159,41 @@ TEST(MigPacker, TheMemoAgreesWithTheBruteForceOnEveryLayout) {
       EXPECT_EQ(memo.size(), layouts.size());
     }
   }
+}
+
+// A tie at the smallest increase, where that increase is not zero: a free
+// instance at the later start wins over a new one at the earlier start, in
+// both the brute force and the memo (every such case on the H100).
+TEST(MigPacker, AFreeInstanceWinsATieAtAnyIncrease) {
+  AddableMemo memo(G());
+  std::vector<Layout> layouts;
+  Layout scratch;
+  AllLayouts(G(), {}, scratch, layouts);
+  int checked = 0;
+  for (const Layout& held : layouts) {
+    for (int k = 0; k < static_cast<int>(G().profiles.size()); ++k) {
+      const std::vector<SlotChoice> d = SlotDeltas(memo, held, k, {});
+      if (d.size() < 2) continue;
+      double lo = d[0].delta;
+      for (const SlotChoice& c : d) lo = std::min(lo, c.delta);
+      std::vector<Instance> tied;
+      for (const SlotChoice& c : d)
+        if (std::abs(c.delta - lo) <= 1e-9) tied.push_back(c.instance);
+      if (tied.size() < 2 || std::abs(lo) <= 1e-9) continue;
+      Layout l = held;
+      l.instances.push_back(tied.back());
+      Normalize(l);
+      GpuSlots gpu{&l, {}};
+      for (const Instance& in : l.instances) gpu.held.push_back(!(in == tied.back()));
+      for (const auto& got : {BestSlot(G(), gpu, k, {}), BestSlot(memo, gpu, k, {})}) {
+        ASSERT_TRUE(got);
+        EXPECT_EQ(got->instance, tied.back()) << FormatLayout(G(), held) << " " << G().profile(k).name;
+        EXPECT_TRUE(got->reuse);
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10);
 }
 
 TEST(MigPacker, SlotDeltasListEveryFittingStart) {

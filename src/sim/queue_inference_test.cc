@@ -241,9 +241,17 @@ TEST(ScalingTargets, FollowTheAutoscalerMinuteByMinute) {
   other = o;
   other.groups = {"inf-x"};  // where replicas run does not change the targets
   EXPECT_TRUE((*t)->Matches({s}, other));
-  inference::Service faster = s;
-  faster.goodput_rps = 20;
-  EXPECT_FALSE((*t)->Matches({faster}, o));
+  // Each service field the targets depend on, alone.
+  for (int field = 0; field < 6; ++field) {
+    inference::Service other_s = s;
+    if (field == 0) other_s.name = "other";
+    if (field == 1) other_s.goodput_rps = 20;
+    if (field == 2) other_s.headroom = 0.2;
+    if (field == 3) other_s.min_replicas = 1;
+    if (field == 4) other_s.demand.step_s = 120;
+    if (field == 5) other_s.demand.rate.pop_back();
+    EXPECT_FALSE((*t)->Matches({other_s}, o)) << "field " << field;
+  }
   inference::Service busier = s;
   busier.demand.rate[700] += 1;
   EXPECT_FALSE((*t)->Matches({busier}, o));
