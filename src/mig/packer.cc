@@ -69,7 +69,7 @@ AddableMemo::AddableMemo(const Geometry& g, DriverCaps caps) : g_(&g), caps_(cap
 
 uint32_t AddableMemo::Key(const Layout& held) {
   uint32_t key = 0;
-  for (const Instance& in : held.instances) key |= static_cast<uint32_t>(in.profile + 1) << (4 * in.start);
+  for (const Instance& in : held.instances) key |= Key(in);
   return key;
 }
 

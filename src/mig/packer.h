@@ -66,6 +66,8 @@ class AddableMemo {
   double Fragmentation(const Layout& held, const RequestMix& mix);
   // The key of a layout (profile + 1 in the 4 bits of its start slice).
   static uint32_t Key(const Layout& held);
+  // One instance's bits of a key (a layout's key ORs its instances').
+  static uint32_t Key(const Instance& in) { return static_cast<uint32_t>(in.profile + 1) << (4 * in.start); }
   size_t size() const { return memo_.size(); }
 
  private:

@@ -47,20 +47,24 @@ Result<Job> ReplicaShape(const inference::Service& s, const ClusterState& cluste
 
 namespace {
 
+// Fills in where r runs, unless known; false if it holds nothing.
+bool Locate(RunningReplica& r, const ClusterState& c) {
+  if (r.node >= 0) return true;
+  const Placement* p = c.FindAllocation(r.id);
+  if (!p || p->assignments.empty()) return false;
+  r.node = p->assignments[0].node;
+  r.mig_gpu = p->assignments[0].mig.empty() ? -1 : p->assignments[0].mig[0].gpu;
+  return true;
+}
+
 // A replica's scale-in order: lower ends first.
 double ScaleInKey(const RunningReplica& r, int64_t now, const ClusterState& c, bool emptiest_first) {
   const bool serving = r.ready_at <= now;
   double key = serving ? 1e9 : 0;
   if (serving && emptiest_first) {
-    NodeId node = r.node;
-    int32_t mig_gpu = r.mig_gpu;
-    if (node < 0) {
-      const Placement* p = c.FindAllocation(r.id);
-      if (!p || p->assignments.empty()) return key;
-      node = p->assignments[0].node;
-      mig_gpu = p->assignments[0].mig.empty() ? -1 : p->assignments[0].mig[0].gpu;
-    }
-    key = mig_gpu >= 0 ? c.mig_device(node, mig_gpu)->BusyCompute() : -c.free_whole_gpus(node);
+    RunningReplica at = r;
+    if (!Locate(at, c)) return key;
+    key = at.mig_gpu >= 0 ? c.mig_device(at.node, at.mig_gpu)->BusyCompute() : -c.free_whole_gpus(at.node);
   }
   return key;
 }
@@ -168,7 +172,8 @@ Result<InferenceFleets> InferenceFleets::Make(const std::vector<inference::Servi
     if (!o.targets) {
       TIDAL_ASSIGN_OR_RETURN(o.targets, ScalingTargets::Make(services, o));
     } else if (!o.targets->Matches(services, o)) {
-      return MakeError(ErrorCode::kInvalidArgument, "inference: the shared scaling targets were made for other services or knobs");
+      return MakeError(ErrorCode::kInvalidArgument, "inference: the shared scaling targets were made for other services or knobs; make them "
+                       "with ScalingTargets::Make from these services and options, or leave options.targets null");
     }
   }
   InferenceFleets f;
@@ -236,13 +241,7 @@ Result<bool> InferenceFleets::Scale(Replay& replay, std::vector<const Job*>& arr
       // the victims' keys stay as they are: choose them all in one pass.
       // Replicas never move: each is located once.
       const ClusterState& c = replay.cluster();
-      for (RunningReplica& r : f.running) {
-        if (r.node >= 0) continue;
-        if (const Placement* p = c.FindAllocation(r.id); p && !p->assignments.empty()) {
-          r.node = p->assignments[0].node;
-          r.mig_gpu = p->assignments[0].mig.empty() ? -1 : p->assignments[0].mig[0].gpu;
-        }
-      }
+      for (RunningReplica& r : f.running) Locate(r, c);
       const std::vector<size_t> victims =
           ChooseScaleInVictims(f.running, now, c, options_.emptiest_first, static_cast<size_t>(have - target));
       std::vector<uint8_t> ended(f.running.size(), 0);

@@ -84,12 +84,17 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
       if (policy_ == MigPackPolicy::kFragAware) {
         // The increases depend on the held instances only: computed once per
         // held layout in a pass (thousands of GPUs share a few layouts).
-        mig::Layout held;
+        mig::Layout held;  // built only when its layout is new in this pass
+        auto held_only = [&]() -> const mig::Layout& {
+          for (size_t i = 0; i < md->owner.size(); ++i)
+            if (md->owner[i] != MigDevice::kNoOwner) held.instances.push_back(md->layout.instances[i]);
+          return held;
+        };
+        uint64_t key = static_cast<uint64_t>(static_cast<uint32_t>(c.gpu_model(n))) << 32;
         for (size_t i = 0; i < md->owner.size(); ++i)
-          if (md->owner[i] != MigDevice::kNoOwner) held.instances.push_back(md->layout.instances[i]);
-        const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(c.gpu_model(n))) << 32) | mig::AddableMemo::Key(held);
+          if (md->owner[i] != MigDevice::kNoOwner) key |= mig::AddableMemo::Key(md->layout.instances[i]);
         auto it = deltas.find(key);
-        if (it == deltas.end()) it = deltas.emplace(key, mig::SlotDeltas(MemoFor(*g), held, profile, mix)).first;
+        if (it == deltas.end()) it = deltas.emplace(key, mig::SlotDeltas(MemoFor(*g), held_only(), profile, mix)).first;
         for (mig::SlotChoice sc : it->second) {
           const int free = md->FindInstance(sc.instance.profile, sc.instance.start);
           sc.reuse = free >= 0 && md->owner[static_cast<size_t>(free)] == MigDevice::kNoOwner;
