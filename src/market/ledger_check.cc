@@ -106,23 +106,20 @@ Result<CheckReport> Ledger::Check() const {
   TIDAL_RETURN_IF_ERROR(store_->Read([&](store::Tx& tx) -> Status {
     report = CheckReport{};
     TIDAL_ASSIGN_OR_RETURN(std::vector<Account> stored, rows::LoadAccounts(tx));
-    TIDAL_ASSIGN_OR_RETURN(std::vector<TransferRecord> transfers, rows::LoadTransfers(tx));
     TIDAL_ASSIGN_OR_RETURN(std::vector<Hold> holds, rows::LoadHolds(tx, /*open_only=*/false));
     Book book{.violations = &report.violations};
     for (const Account& a : stored)
       book.accounts[a.name] = Account{.name = a.name, .kind = a.kind, .flags = a.flags, .created_seq = a.created_seq};
     if (!book.accounts.contains(kTreasury)) book.Violation("the treasury account {} is missing", kTreasury);
-    std::int64_t last_seq = 0;
-    for (const TransferRecord& r : transfers) {
-      if (r.seq <= last_seq) book.Violation("transfer '{}' is out of order (#{} after #{})", r.transfer.id, r.seq, last_seq);
-      last_seq = r.seq;
+    TIDAL_RETURN_IF_ERROR(rows::ForEachTransfer(tx, [&](const TransferRecord& r) -> Status {
       if (r.result != TransferResult::kOk) {
         ++report.rejected;
-        continue;
+        return Ok();
       }
       ++report.transfers;
       book.Apply(r, report.grants);
-    }
+      return Ok();
+    }));
     report.accounts = static_cast<std::int64_t>(stored.size());
     Micros total = 0;
     Micros pending_debits = 0;

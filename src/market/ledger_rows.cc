@@ -1,6 +1,8 @@
 #include "market/ledger_rows.h"
 
+#include <algorithm>
 #include <array>
+#include <limits>
 
 namespace tidal::market::rows {
 namespace {
@@ -150,11 +152,20 @@ Result<std::optional<TransferRecord>> LoadTransfer(store::Tx& tx, std::string_vi
   return std::optional<TransferRecord>(std::move(r));
 }
 
-Result<std::vector<TransferRecord>> LoadTransfers(store::Tx& tx) {
-  TIDAL_ASSIGN_OR_RETURN(
-      store::Rows rs,
-      tx.Query(fmt::format("SELECT {} FROM ledger_transfers ORDER BY seq", kTransferColumns)));
-  return All<TransferRecord>(rs, TransferFrom);
+Status ForEachTransfer(store::Tx& tx, const std::function<Status(const TransferRecord&)>& fn, std::int64_t page) {
+  const std::string sql =
+      fmt::format("SELECT {} FROM ledger_transfers WHERE seq > ? ORDER BY seq LIMIT ?", kTransferColumns);
+  std::int64_t after = std::numeric_limits<std::int64_t>::min();
+  for (;;) {
+    const std::array<Value, 2> p{after, std::max<std::int64_t>(1, page)};
+    TIDAL_ASSIGN_OR_RETURN(store::Rows rs, tx.Query(sql, p));
+    for (const auto& row : rs.rows) {
+      TIDAL_ASSIGN_OR_RETURN(TransferRecord r, TransferFrom(row));
+      after = r.seq;
+      TIDAL_RETURN_IF_ERROR(fn(r));
+    }
+    if (static_cast<std::int64_t>(rs.rows.size()) < std::max<std::int64_t>(1, page)) return Ok();
+  }
 }
 
 Result<std::vector<TransferRecord>> LoadAccountTransfers(store::Tx& tx, std::string_view account) {

@@ -3,6 +3,7 @@
 // the ledger.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -18,8 +19,9 @@ Status InsertAccount(store::Tx& tx, const Account& a);
 Status UpdateAccountBalances(store::Tx& tx, const Account& a);
 
 Result<std::optional<TransferRecord>> LoadTransfer(store::Tx& tx, std::string_view id);
-// Accepted and rejected, in ledger order.
-Result<std::vector<TransferRecord>> LoadTransfers(store::Tx& tx);
+// Every transfer, accepted and rejected, in ledger order, read `page` rows
+// at a time: a ledger of millions of transfers is never held whole.
+Status ForEachTransfer(store::Tx& tx, const std::function<Status(const TransferRecord&)>& fn, std::int64_t page = 4096);
 Result<std::vector<TransferRecord>> LoadAccountTransfers(store::Tx& tx, std::string_view account);
 Status InsertTransfer(store::Tx& tx, const TransferRecord& r);
 Result<std::int64_t> MaxSeq(store::Tx& tx);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "market/ledger_rows.h"
 #include "store/store_testing.h"
 
 namespace tidal::market {
@@ -423,6 +425,50 @@ TEST_P(LedgerTest, CheckFindsTampering) {
   c = ledger_->Check();
   ASSERT_TRUE(c);
   EXPECT_FALSE(c->ok());  // a lost entry: the balances no longer sum from entries
+}
+
+// Check reads the transfers page by page (a simulated market holds
+// millions): every page size gives every transfer, rejected ones too, once,
+// in ledger order, and a reader's error stops the reading.
+TEST_P(LedgerTest, TransfersAreReadInPages) {
+  ASSERT_EQ(Do(Plain("t1", "ads", "search", 1 * kC)), "ok");
+  ASSERT_EQ(Do(Plain("t2", "search", "vision", 2 * kC)), "exceeds_credits");
+  ASSERT_EQ(Do(Pending("h", "ads", 3 * kC)), "ok");
+  ASSERT_EQ(Do(Post("p", "h", 1 * kC)), "ok");
+  ASSERT_EQ(Do(Plain("t3", "ads", "vision", 4 * kC)), "ok");
+  const std::vector<std::string> want = {"g-ads", "t1", "t2", "h", "p", "t3"};
+  for (std::int64_t page : {1, 2, 4, 5, 6, 7, 4096}) {
+    std::vector<std::string> ids;
+    std::vector<std::int64_t> seqs;
+    ASSERT_TRUE(db_->store().Read([&](store::Tx& tx) -> Status {
+      return rows::ForEachTransfer(
+          tx,
+          [&](const TransferRecord& r) -> Status {
+            ids.push_back(r.transfer.id);
+            seqs.push_back(r.seq);
+            return Ok();
+          },
+          page);
+    })) << page;
+    EXPECT_EQ(ids, want) << "page " << page;
+    EXPECT_TRUE(std::is_sorted(seqs.begin(), seqs.end()) && std::adjacent_find(seqs.begin(), seqs.end()) == seqs.end())
+        << "page " << page;
+  }
+  int seen = 0;
+  auto stopped = db_->store().Read([&](store::Tx& tx) -> Status {
+    return rows::ForEachTransfer(
+        tx,
+        [&](const TransferRecord&) -> Status {
+          return ++seen == 3 ? MakeError(ErrorCode::kInternal, "stop") : Ok();
+        },
+        2);
+  });
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(seen, 3);
+  auto c = ledger_->Check();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->transfers, 5);
+  EXPECT_EQ(c->rejected, 1);
 }
 
 TEST_P(LedgerTest, AccountRules) {

@@ -221,6 +221,8 @@ Status TenantQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolva
   auto [sid, added] = shape_ids_.try_emplace(e.shape, static_cast<int32_t>(shape_ids_.size()));
   e.shape_id = sid->second;
   if (added) unfit_.push_back(0);
+  e.quota_id = quota_ids_.try_emplace({e.tenant, e.quota}, static_cast<int32_t>(quota_ids_.size())).first->second;
+  if (verdicts_.size() < quota_ids_.size()) verdicts_.resize(quota_ids_.size());
   e.seq = next_seq_++;
   e.remaining_s = *job.duration_s;
   auto [it, _] = entries_.emplace(job.id, std::move(e));
@@ -259,6 +261,7 @@ Status TenantQueue::SetTree(std::shared_ptr<const tenancy::TenantTree> tree) {
   }
   tree_ = std::move(tree);
   usage_ = *tree_;
+  ++usage_epoch_;
   for (const auto& [id, e] : entries_)
     if (e.running) usage_.Add(e.tenant, e.quota);
   meter_->SetShares(*tree_);
@@ -279,6 +282,7 @@ void TenantQueue::Account(Entry& e, int sign) {
   else prios.erase(prios.find(e.job->priority));
   if (e.tier == Tier::kSpot) spot_running_ += sign;
   if (!tree_) return;
+  ++usage_epoch_;
   if (sign > 0) usage_.Add(e.tenant, e.quota);
   else usage_.Remove(e.tenant, e.quota);
   meter_->AddRate(e.tenant, sign * static_cast<double>(e.request.job->TotalGpuMilli()) / kMilliPerGpu);
@@ -351,7 +355,7 @@ TenantQueue::OrderKey TenantQueue::KeyOf(const Entry& e, int64_t now) const {
       break;
     case TenantOrder::kFairShare:
       if (tree_) {
-        k.cls = options_.floor_first && !usage_.FitsOwnQuota(e.tenant, e.quota) ? 1 : 0;
+        k.cls = options_.floor_first && !FitsOwn(e) ? 1 : 0;
         k.value = meter_->NormalizedUsageOverShare(e.tenant);
       }
       if (options_.las_on_borrowed) k.cls = k.cls * 1024 + LasQueue(e, now);
@@ -365,7 +369,7 @@ TenantQueue::OrderKey TenantQueue::KeyOf(const Entry& e, int64_t now) const {
       break;
     }
     case TenantOrder::kKueue:
-      if (tree_) k.cls = usage_.FitsOwnQuota(e.tenant, e.quota) ? 0 : 1;
+      if (tree_) k.cls = FitsOwn(e) ? 0 : 1;
       break;
     case TenantOrder::kLas:
       k.cls = LasQueue(e, now);
@@ -375,10 +379,24 @@ TenantQueue::OrderKey TenantQueue::KeyOf(const Entry& e, int64_t now) const {
   return k;
 }
 
+bool TenantQueue::FitsOwn(const Entry& e) const {
+  QuotaVerdict& v = verdicts_[static_cast<size_t>(e.quota_id)];
+  if (v.epoch != usage_epoch_) v = {.epoch = usage_epoch_};
+  if (v.fits_own < 0) v.fits_own = usage_.FitsOwnQuota(e.tenant, e.quota) ? 1 : 0;
+  return v.fits_own == 1;
+}
+
+bool TenantQueue::FitsQuota(const Entry& e) const {
+  QuotaVerdict& v = verdicts_[static_cast<size_t>(e.quota_id)];
+  if (v.epoch != usage_epoch_) v = {.epoch = usage_epoch_};
+  if (v.fits < 0) v.fits = usage_.Fits(e.tenant, e.quota) ? 1 : 0;
+  return v.fits == 1;
+}
+
 bool TenantQueue::AdmitsNow(const Entry& e) const {
   if (!options_.quotas) return true;
-  if (e.tier == Tier::kGuaranteed) return usage_.FitsOwnQuota(e.tenant, e.quota);
-  return usage_.Fits(e.tenant, e.quota);
+  if (e.tier == Tier::kGuaranteed) return FitsOwn(e);
+  return FitsQuota(e);
 }
 
 bool TenantQueue::OthersHoldFloor(const Entry& e) const {
@@ -392,7 +410,7 @@ bool TenantQueue::OthersHoldFloor(const Entry& e) const {
 }
 
 bool TenantQueue::ReclaimRight(const Entry& e) const {
-  return options_.reclaim && options_.quotas && e.tier != Tier::kSpot && usage_.FitsOwnQuota(e.tenant, e.quota);
+  return options_.reclaim && options_.quotas && e.tier != Tier::kSpot && FitsOwn(e);
 }
 
 int64_t TenantQueue::RunSeconds(const Entry& e) const {
@@ -601,9 +619,18 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     }
     if (!any) return pass;
   }
+  // Without preemption a pass only adds usage, so a job its quota does not
+  // admit now is not admitted later in the pass: it is skipped, and it needs
+  // no place in the order. Its verdict is the same as every waiting job's
+  // with the same tenant and quota request (static partitions' long queues
+  // hold thousands of them behind full partitions).
+  const bool preempts = options_.reclaim || options_.priority_preemption;
   std::vector<std::pair<OrderKey, Entry*>> order;
   order.reserve(waiting_.size());
-  for (Entry* e : waiting_) order.push_back({KeyOf(*e, now), e});
+  for (Entry* e : waiting_) {
+    if (!preempts && !AdmitsNow(*e)) continue;
+    order.push_back({KeyOf(*e, now), e});
+  }
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 
   head_ = nullptr;

@@ -171,6 +171,7 @@ class TenantQueue : public WorkQueue {
     int32_t shape_id = 0;  // interned: per-shape flags are indexed by it
     tenancy::TenantId tenant = tenancy::kNoTenant;
     tenancy::QuotaRequest quota;
+    int32_t quota_id = 0;  // interned (tenant, quota): per-pass quota verdicts are indexed by it
     tenancy::Tier tier = tenancy::Tier::kStandard;
     uint64_t seq = 0;
     int64_t remaining_s = 0;   // base run seconds still to do
@@ -206,6 +207,11 @@ class TenantQueue : public WorkQueue {
   void Start(Entry& e, const Placement& p, int64_t now, QueuePass& pass);
   void Account(Entry& e, int sign);
   bool AdmitsNow(const Entry& e) const;
+  // usage_.FitsOwnQuota / usage_.Fits for e's quota, remembered per
+  // interned (tenant, quota) until the usage changes (a pass asks the same
+  // question for thousands of waiting jobs with a handful of requests).
+  bool FitsOwn(const Entry& e) const;
+  bool FitsQuota(const Entry& e) const;
   bool ReclaimRight(const Entry& e) const;
   // Others hold part of its floor: their GPUs > total - floor.
   bool OthersHoldFloor(const Entry& e) const;
@@ -236,6 +242,13 @@ class TenantQueue : public WorkQueue {
   int64_t spot_running_ = 0;
   std::vector<tenancy::TenantId> leaves_;
   std::map<JobShape, int32_t> shape_ids_;
+  std::map<std::pair<tenancy::TenantId, tenancy::QuotaRequest>, int32_t> quota_ids_;
+  struct QuotaVerdict {
+    uint64_t epoch = 0;  // usage_epoch_ the verdicts were taken at
+    int8_t fits = -1, fits_own = -1;  // -1: not asked yet
+  };
+  mutable std::vector<QuotaVerdict> verdicts_;  // by quota id
+  uint64_t usage_epoch_ = 1;  // bumped by every change of usage_
   std::vector<uint8_t> unfit_;  // per interned shape: did not fit since the last release
   const Job* head_ = nullptr;
   int64_t head_reservation_ = kNoReservation;
