@@ -6,6 +6,8 @@
 #include <numeric>
 #include <string>
 
+#include <fmt/ranges.h>
+
 #include "common/rng.h"
 
 namespace tidal::sim {
@@ -81,6 +83,20 @@ Result<std::unique_ptr<MarketSim>> MarketSim::Make(const MarketSimOptions& optio
   std::unique_ptr<MarketSim> m(new MarketSim(options, tree));
   if (options.meter_interval_s < 1 || options.sample_interval_s < 1)
     return MakeError(ErrorCode::kInvalidArgument, "market meter and sample intervals must be >= 1 s");
+  auto bad_factor = [](double f) { return !std::isfinite(f) || f < 0 || f > 1e6; };
+  if (bad_factor(options.budget_factor))
+    return MakeError(ErrorCode::kInvalidArgument, "budget factor {} must be a number in [0, 1e6]", options.budget_factor);
+  for (const auto& [name, f] : options.budget_factor_by_tenant) {
+    const tenancy::TenantId t = tree.Find(name);
+    if (t == tenancy::kNoTenant || !tree.is_leaf(t)) {
+      std::vector<std::string> leaves;
+      for (tenancy::TenantId l : tree.Leaves()) leaves.push_back(tree.name(l));
+      return MakeError(ErrorCode::kNotFound, "a budget is given for business group '{}', which is not a leaf tenant (they are: {})",
+                       name, fmt::join(leaves, ", "));
+    }
+    if (bad_factor(f))
+      return MakeError(ErrorCode::kInvalidArgument, "the budget factor {} of '{}' must be a number in [0, 1e6]", f, name);
+  }
   store::OpenOptions so;
   so.durable = false;  // a replay's ledger is rebuilt by running it again
   TIDAL_ASSIGN_OR_RETURN(m->store_,
@@ -107,10 +123,12 @@ Result<std::unique_ptr<MarketSim>> MarketSim::Make(const MarketSimOptions& optio
     m->leaves_.push_back(t);
     m->floor_milli_[static_cast<size_t>(t)] = gpu ? tree.nominal(t, *gpu) : 0;
     TIDAL_RETURN_IF_ERROR(m->ledger_->CreateAccount({.name = tree.spec(t).name}));
+    const auto own = options.budget_factor_by_tenant.find(tree.spec(t).name);
+    const double factor = own != options.budget_factor_by_tenant.end() ? own->second : options.budget_factor;
     const double gpu_hours =
         static_cast<double>(m->floor_milli_[static_cast<size_t>(t)]) / 1000.0 * static_cast<double>(span_s) / 3600.0;
     const Micros grant =
-        static_cast<Micros>(std::llround(options.budget_factor * gpu_hours * static_cast<double>(in_floor_rate)));
+        static_cast<Micros>(std::llround(factor * gpu_hours * static_cast<double>(in_floor_rate)));
     m->results_[static_cast<size_t>(t)].granted = grant;
     if (grant > 0)
       grants.push_back(Transfer{.id = "grant:" + tree.spec(t).name, .debit = std::string(market::kTreasury),

@@ -60,6 +60,10 @@ struct MarketSimOptions {
   // Each tenant's grant (its budget for the replay) = factor x its floor's
   // GPU-hours over the replay's span x the in-floor rate.
   double budget_factor = 1.5;
+  // Per business group (leaf tenant name): its own factor instead of
+  // budget_factor (an SLA with a larger or smaller budget). A name that is no
+  // leaf tenant is an error.
+  std::map<std::string, double> budget_factor_by_tenant;
   std::string gpu_model = "*";  // the pool's model in the price book
 };
 

@@ -6,8 +6,10 @@
 // start).
 #include "sim/market_sim.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "market/ledger.h"
@@ -69,6 +71,41 @@ TEST(MarketSim, BudgetsAreFloorHoursAtTheInFloorRate) {
   EXPECT_EQ(f.Of(r, "ads").granted, 96 * kC);
   EXPECT_EQ(f.Of(r, "search").balance, 96 * kC);
   EXPECT_EQ(r.check.grants, 192 * kC);
+}
+
+// A business group's own budget factor (an SLA with a larger or smaller
+// budget) replaces the common one for it alone.
+TEST(MarketSim, ABusinessGroupsOwnBudgetFactor) {
+  tenancy::TenantTree tree = Tree();
+  MarketSimOptions o;
+  o.budget_factor = 1.5;
+  o.budget_factor_by_tenant = {{"search", 0.25}};
+  auto made = MarketSim::Make(o, tree, 16000, kT0, 10 * 3600);
+  ASSERT_TRUE(made) << made.error().ToString();
+  auto r = (*made)->Finish();
+  ASSERT_TRUE(r);
+  for (const auto& t : r->tenants) {
+    if (t.name == "ads") EXPECT_EQ(t.granted, 96 * kC);     // 8 GPUs x 10 h x 0.8 x 1.5
+    if (t.name == "search") EXPECT_EQ(t.granted, 16 * kC);  // x 0.25
+  }
+  EXPECT_EQ(r->check.grants, 112 * kC);
+
+  o.budget_factor_by_tenant = {{"nosuch", 1.0}};
+  auto unknown = MarketSim::Make(o, tree, 16000, kT0, 3600);
+  ASSERT_FALSE(unknown);
+  EXPECT_THAT(unknown.error().message, ::testing::HasSubstr("business group 'nosuch', which is not a leaf tenant (they are: ads, search)"));
+  for (double bad : {-0.5, std::nan(""), 1e7}) {
+    o.budget_factor_by_tenant = {{"ads", bad}};
+    auto refused = MarketSim::Make(o, tree, 16000, kT0, 3600);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_THAT(refused.error().message, ::testing::HasSubstr("budget factor"));
+    o.budget_factor_by_tenant.clear();
+    o.budget_factor = bad;
+    refused = MarketSim::Make(o, tree, 16000, kT0, 3600);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_THAT(refused.error().message, ::testing::HasSubstr("budget factor"));
+    o.budget_factor = 1.5;
+  }
 }
 
 TEST(MarketSim, InFloorRunPaysTheFixedRate) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -73,12 +74,13 @@ Result<OrgConfig> ReadOrgConfig(const std::string& path) {
     }
     static const std::set<std::string> known = {"version", "name", "jobs", "format", "nodes", "topology", "tenants",
                                                 "reference_model", "market", "load", "limit", "seed", "hoarding", "core_project",
-                                                "checkpoint_interval", "restart_penalty", "inference", "before", "after"};
+                                                "budget_factor", "budgets", "tiers", "checkpoint_interval", "restart_penalty", "inference", "before", "after"};
     for (const auto& kv : doc) {
       const std::string k = kv.first.as<std::string>();
       if (!known.contains(k)) {
         return MakeError(ErrorCode::kParse, "{}: unknown key '{}' (known: name, jobs, format, nodes, topology, tenants, "
-                                            "reference_model, market, load, limit, seed, hoarding, core_project, checkpoint_interval, "
+                                            "reference_model, market, load, limit, seed, hoarding, core_project, budget_factor, budgets, tiers, "
+                                            "checkpoint_interval, "
                                             "restart_penalty, inference, before, after)",
                          where(kv.first), k);
       }
@@ -100,6 +102,32 @@ Result<OrgConfig> ReadOrgConfig(const std::string& path) {
       c.core_project = str("core_project");
       if (c.core_project.empty())
         return MakeError(ErrorCode::kParse, "{}: core_project names a business group, or 'largest'", where(doc["core_project"]));
+    }
+    auto factor = [&](const YAML::Node& n, const std::string& what) -> Result<double> {
+      const double f = n.as<double>();
+      if (!std::isfinite(f) || f < 0 || f > 1e6)
+        return MakeError(ErrorCode::kParse, "{}: {} {} must be a number in [0, 1e6] (x the floor's GPU-hours at the in-floor rate)",
+                         where(n), what, f);
+      return f;
+    };
+    if (doc["budget_factor"]) {
+      TIDAL_ASSIGN_OR_RETURN(c.budget_factor, factor(doc["budget_factor"], "budget_factor"));
+    }
+    if (YAML::Node n = doc["budgets"]) {
+      if (!n.IsMap()) return MakeError(ErrorCode::kParse, "{}: budgets is a map {{BUSINESS_GROUP: FACTOR, ...}}", where(n));
+      for (const auto& kv : n) {
+        const std::string bg = kv.first.as<std::string>();
+        TIDAL_ASSIGN_OR_RETURN(c.budgets[bg], factor(kv.second, "the budget factor of '" + bg + "'"));
+      }
+    }
+    if (YAML::Node n = doc["tiers"]) {
+      if (!n.IsMap()) return MakeError(ErrorCode::kParse, "{}: tiers is a map {{BUSINESS_GROUP: guaranteed|standard|spot, ...}}", where(n));
+      for (const auto& kv : n) {
+        const std::string bg = kv.first.as<std::string>();
+        auto tier = tenancy::ParseTier(kv.second.as<std::string>());
+        if (!tier) return MakeError(ErrorCode::kParse, "{}: tier of '{}': {}", where(kv.second), bg, tier.error().message);
+        c.tiers[bg] = *tier;
+      }
     }
     if (doc["load"]) {
       c.load = doc["load"].as<double>();
@@ -268,6 +296,7 @@ Result<OrgResult> RunOrg(const OrgConfig& config, int threads, const std::functi
       o.queue = *ParseQueuePolicy(arm.side.queue);
       o.tenants = config.tenants;
       o.core_tenant = config.core_project;
+      o.tenant_tiers = config.tiers;
       o.topology = topology;
       o.workload_model = models.at(arm.side.workload_model);
       o.reference_model = reference;
@@ -277,7 +306,9 @@ Result<OrgResult> RunOrg(const OrgConfig& config, int threads, const std::functi
       o.hoarding = config.hoarding;
       o.checkpoint_interval_s = config.checkpoint_interval_s;
       o.restart_penalty_s = config.restart_penalty_s;
-      if (arm.side.market) o.market = MarketSimOptions{.config = market_config};
+      if (arm.side.market)
+        o.market = MarketSimOptions{
+            .config = market_config, .budget_factor = config.budget_factor, .budget_factor_by_tenant = config.budgets};
       if (config.inference) {
         QueueSimOptions::Inference inf{.services = config.inference->loaded, .fleets = config.inference->knobs,
                                        .lend = arm.side.colocation};

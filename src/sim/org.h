@@ -65,6 +65,13 @@ struct OrgConfig {
   std::string core_project;               // QueueSimOptions::core_tenant ("" = none, "largest")
   std::string reference_model;            // file: the layouts the trace's run times were measured under
   std::string market;                     // market config file ("" = the defaults)
+  // Business groups' budgets and SLA tiers (docs/org.md): every BG's budget is
+  // budget_factor x its floor's GPU-hours x the in-floor rate, unless
+  // `budgets` gives its own factor; `tiers` sets a BG's tier (guaranteed,
+  // standard, spot) on every side.
+  double budget_factor = 1.5;
+  std::map<std::string, double> budgets;
+  std::map<std::string, tenancy::Tier> tiers;
   double load = 0.75;
   int64_t limit = 0;
   uint64_t seed = 1;

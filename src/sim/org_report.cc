@@ -142,6 +142,8 @@ nlohmann::json OrgJson(const OrgConfig& c, const OrgResult& r) {
       {"idle_gpu_share", Target(r.before.idle_gpu_share, r.after.idle_gpu_share, kIdleTarget, true)},
       {"effective_compute_gain", Target(0, r.after.effective_compute_gain, kGainTarget, false)},
   };
+  nlohmann::json tiers = nlohmann::json::object();
+  for (const auto& [bg, tier] : c.tiers) tiers[bg] = tenancy::TierName(tier);
   j["config"] = {
       {"source", c.source},
       {"jobs", c.jobs},
@@ -150,6 +152,9 @@ nlohmann::json OrgJson(const OrgConfig& c, const OrgResult& r) {
       {"core_project", c.core_project},
       {"reference_model", c.reference_model},
       {"market", c.market},
+      {"budget_factor", c.budget_factor},
+      {"budgets", c.budgets},
+      {"tiers", tiers},
       {"load", c.load},
       {"limit", c.limit},
       {"seed", c.seed},

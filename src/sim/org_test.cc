@@ -227,6 +227,13 @@ TEST_F(OrgConfigTest, BadInputsSayWhereAndWhat) {
        "org.yaml:5: inference.checkpoint_write_s must be >= 0"},
       {"side colocation", head + "before: {queue: fifo, placer: topo, workload_model: t.yaml, colocation: maybe}\nafter: {queue: tidal, placer: topo, workload_model: p.yaml}\n",
        "org.yaml:5:"},
+      {"budget factor", head + "budget_factor: -1\n" + kSides, "org.yaml:5: budget_factor -1 must be a number in [0, 1e6]"},
+      {"budget factor text", head + "budget_factor: lots\n" + kSides, "org.yaml:5"},
+      {"budgets list", head + "budgets: [a, b]\n" + kSides, "org.yaml:5: budgets is a map"},
+      {"budget of a bg", head + "budgets: {ads: 2, search: -0.1}\n" + kSides,
+       "org.yaml:5: the budget factor of 'search' -0.1 must be a number in [0, 1e6]"},
+      {"tiers list", head + "tiers: [ads]\n" + kSides, "org.yaml:5: tiers is a map"},
+      {"tier name", head + "tiers: {ads: gold}\n" + kSides, "org.yaml:5: tier of 'ads'"},
   };
   for (const Bad& b : cases) {
     SCOPED_TRACE(b.name);
@@ -235,6 +242,12 @@ TEST_F(OrgConfigTest, BadInputsSayWhereAndWhat) {
     EXPECT_EQ(r.error().code, ErrorCode::kParse);
     EXPECT_THAT(r.error().message, HasSubstr(b.want));
   }
+  // Budgets and tiers that read.
+  auto good = ReadOrgConfig(Write(head + "budget_factor: 2\nbudgets: {ads: 0.5}\ntiers: {ads: spot, search: guaranteed}\n" + kSides));
+  ASSERT_TRUE(good) << good.error().message;
+  EXPECT_DOUBLE_EQ(good->budget_factor, 2);
+  EXPECT_EQ(good->budgets, (std::map<std::string, double>{{"ads", 0.5}}));
+  EXPECT_EQ(good->tiers, (std::map<std::string, tenancy::Tier>{{"ads", tenancy::Tier::kSpot}, {"search", tenancy::Tier::kGuaranteed}}));
   auto missing = ReadOrgConfig((dir_ / "none.yaml").string());
   ASSERT_FALSE(missing);
   EXPECT_THAT(missing.error().message, HasSubstr("none.yaml"));

@@ -324,6 +324,39 @@ TEST(QueueCoreProject, TheLargestTenantsFloorIsHard) {
   EXPECT_EQ(named->jobs[1].start_s, kT0 + 10000);
 }
 
+// An SLA tier per business group (QueueSimOptions::tenant_tiers): A as
+// guaranteed keeps within its floor as the core project does; as standard it
+// borrows.
+TEST(QueueCoreProject, ABusinessGroupsTier) {
+  QueueSimOptions o = CoreOptions("");
+  o.tenant_tiers = {{"A", tenancy::Tier::kGuaranteed}};
+  auto guaranteed = RunQueueSim(Nodes(), CoreJobs(), o);
+  ASSERT_TRUE(guaranteed) << guaranteed.error().message;
+  EXPECT_EQ(guaranteed->jobs[1].start_s, kT0 + 10000);
+  EXPECT_EQ(guaranteed->jobs[2].start_s, kT0 + 20000);
+  o.tenant_tiers = {{"A", tenancy::Tier::kStandard}, {"B", tenancy::Tier::kSpot}};
+  auto standard = RunQueueSim(Nodes(), CoreJobs(), o);
+  ASSERT_TRUE(standard) << standard.error().message;
+  EXPECT_EQ(standard->jobs[1].start_s, kT0);
+
+  o.tenant_tiers = {{"nosuch", tenancy::Tier::kSpot}};
+  auto unknown = RunQueueSim(Nodes(), CoreJobs(), o);
+  ASSERT_FALSE(unknown);
+  EXPECT_THAT(unknown.error().message, HasSubstr("business group 'nosuch', which is not a leaf tenant (they are: A, B)"));
+  o = CoreOptions("largest");
+  o.tenant_tiers = {{"A", tenancy::Tier::kStandard}};
+  auto core = RunQueueSim(Nodes(), CoreJobs(), o);
+  ASSERT_FALSE(core);
+  EXPECT_THAT(core.error().message, HasSubstr("'A' is the core project, whose floor is hard: its tier is guaranteed, not standard"));
+  o = CoreOptions("");
+  o.queue = QueuePolicy::kFifoBackfill;
+  o.tenants = "";
+  o.tenant_tiers = {{"A", tenancy::Tier::kSpot}};
+  auto untenanted = RunQueueSim(Nodes(), CoreJobs(), o);
+  ASSERT_FALSE(untenanted);
+  EXPECT_THAT(untenanted.error().message, HasSubstr("SLA tiers per business group need tenants"));
+}
+
 TEST(QueueCoreProject, BadInputsSayWhat) {
   auto none = RunQueueSim(Nodes(), CoreJobs(), CoreOptions("nosuch"));
   ASSERT_FALSE(none);

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <memory>
 
+#include <fmt/ranges.h>
+
 #include "common/rng.h"
 #include "framework/fragmentation.h"
 #include "plugins/registry.h"
@@ -276,6 +278,22 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     TIDAL_ASSIGN_OR_RETURN(tenancy::TenantTree t, tenancy::WithTier(*tenants, core, tenancy::Tier::kGuaranteed));
     tenants = std::make_shared<const tenancy::TenantTree>(std::move(t));
     r.core_tenant = core;
+  }
+  for (const auto& [name, tier] : options.tenant_tiers) {
+    if (!tenants) return MakeError(ErrorCode::kInvalidArgument, "SLA tiers per business group need tenants (--tenants)");
+    const tenancy::TenantId id = tenants->Find(name);
+    if (id == tenancy::kNoTenant || !tenants->is_leaf(id)) {
+      std::vector<std::string> leaves;
+      for (tenancy::TenantId l : tenants->Leaves()) leaves.push_back(tenants->name(l));
+      return MakeError(ErrorCode::kNotFound, "a tier is given for business group '{}', which is not a leaf tenant (they are: {})",
+                       name, fmt::join(leaves, ", "));
+    }
+    if (name == r.core_tenant && tier != tenancy::Tier::kGuaranteed)
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "business group '{}' is the core project, whose floor is hard: its tier is guaranteed, not {}", name,
+                       tenancy::TierName(tier));
+    TIDAL_ASSIGN_OR_RETURN(tenancy::TenantTree t, tenancy::WithTier(*tenants, name, tier));
+    tenants = std::make_shared<const tenancy::TenantTree>(std::move(t));
   }
   if (tenants) r.tenants = options.tenants.empty() ? "given" : options.tenants;
   if (fleets && tenants) {

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,6 +103,11 @@ struct QueueSimOptions {
   // or priority ever preempts them (a hard floor). "" = none; "largest" =
   // the leaf with the largest GPU floor (ties: the first by name).
   std::string core_tenant;
+  // Per business group (leaf tenant name), the tier of its jobs instead of
+  // the tenants file's (an SLA tier: guaranteed, standard or spot). A name
+  // that is no leaf is an error, as is any tier but guaranteed for the core
+  // project.
+  std::map<std::string, tenancy::Tier> tenant_tiers;
   // Preemption: checkpoints every this many seconds of run time; a
   // restart costs restart_penalty_s of run time.
   int64_t checkpoint_interval_s = 1800;
