@@ -232,6 +232,7 @@ OrgFigures Figures(const Arm& arm, const QueueSimResult& q, double peak_bf16) {
   f.guarantee_violation_hours = q.guarantee_violation_hours;
   f.zombies = q.zombies;
   f.zombies_reclaimed = q.zombies_reclaimed;
+  f.market = q.market;
   for (const QueueJobRecord& j : q.jobs) {
     if (j.mfu < 0 || j.outcome != JobOutcome::kFinished) continue;
     f.job_mfu.push_back({j.mfu, static_cast<double>(j.num_gpu) * static_cast<double>(j.run_s) / 3600.0});

@@ -26,6 +26,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,9 @@ struct OrgFigures {
   int64_t jobs_finished = 0, jobs_unresolvable = 0, preemptions = 0;
   double lost_gpu_hours = 0, hoarded_gpu_hours = 0, guarantee_violation_hours = 0;
   int64_t zombies = 0, zombies_reclaimed = 0;
+  // With the market: each BG's grant, spend, lending credits, fees, whether
+  // it went over budget, and the ledger's check (the JSON's market_result).
+  std::optional<MarketSimResult> market;
   std::vector<std::pair<double, double>> job_mfu;  // (MFU, GPU-hours) per modelled job
   std::vector<ServiceResult> inference;            // per service, over the window
   double inference_gpu_share = 0;                  // GPU time inference replicas held / all GPU time

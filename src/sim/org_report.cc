@@ -68,6 +68,7 @@ nlohmann::json FiguresJson(const OrgFigures& f) {
       {"guarantee_violation_hours", f.guarantee_violation_hours},
       {"zombies", f.zombies},
       {"zombies_reclaimed", f.zombies_reclaimed},
+      {"market_result", f.market ? MarketSimJson(*f.market) : nlohmann::json(nullptr)},
   };
 }
 

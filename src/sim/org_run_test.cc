@@ -111,6 +111,14 @@ after: {{queue: tidal, placer: topo, workload_model: {2}/org/planned.yaml, marke
   EXPECT_TRUE(j["after"]["inference"]["services"].contains("conv"));
   EXPECT_TRUE(j["config"]["inference"].is_object());
   EXPECT_TRUE(j["config"].contains("offered_load"));
+  // The market's books: only where the market runs, balanced, one entry per BG.
+  EXPECT_TRUE(j["before"]["market_result"].is_null());
+  EXPECT_TRUE(j["ablations"]["no_market"]["market_result"].is_null());
+  ASSERT_TRUE(j["after"]["market_result"].is_object());
+  EXPECT_TRUE(j["after"]["market_result"]["ledger_check"]["ok"].get<bool>());
+  EXPECT_GT(j["after"]["market_result"]["ledger_check"]["transfers"].get<int64_t>(), 0);
+  EXPECT_EQ(j["after"]["market_result"]["per_tenant"].size(), j["after"]["queue_delay_mean_s_by_bg"].size());
+  EXPECT_DOUBLE_EQ(j["config"]["budget_factor"].get<double>(), 1.5);
   auto again = RunOrg(*c, 1);
   ASSERT_TRUE(again);
   EXPECT_EQ(OrgJson(*c, *again).dump(), j.dump());
