@@ -277,6 +277,39 @@ TEST(OrgConfig, TheShippedDefaultReads) {
 
 // The outputs of a run with inference: its keys in the JSON, the hourly CSV
 // and the charts of GPU use by tier and queue length in the report.
+// Every shipped sensitivity config (docs/org.md) reads, with workload models
+// that read and agree with the default's fleet GPU; the budgets and mapping
+// rows change what they say they change.
+TEST(OrgConfig, TheShippedSensitivityConfigsRead) {
+  const fs::path dir = fs::path(TIDAL_SOURCE_DIR) / "data/org/sensitivity";
+  int configs = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    if (text.str().find("\nbefore:") == std::string::npos) continue;  // a workload model, not an org config
+    SCOPED_TRACE(entry.path().string());
+    auto c = ReadOrgConfig(entry.path().string());
+    ASSERT_TRUE(c) << c.error().message;
+    ++configs;
+    for (const std::string* f : {&c->reference_model, &c->before.workload_model, &c->after.workload_model}) {
+      auto m = WorkloadModel::Read(*f);
+      ASSERT_TRUE(m) << m.error().message;
+      EXPECT_EQ(m->gpu(), "h100") << *f;
+    }
+    EXPECT_EQ(c->limit, 20000);
+    const std::string name = entry.path().stem().string();
+    EXPECT_EQ(c->name, name);
+    EXPECT_DOUBLE_EQ(c->budget_factor, name == "budgets-tight" ? 0.5 : 1.5);
+    if (name == "mapping-gpt3") {
+      EXPECT_EQ(WorkloadModel::Read(c->after.workload_model)->For(8)->model, "gpt3-20b");
+      EXPECT_TRUE(WorkloadModel::Read(c->after.workload_model)->planned());
+      EXPECT_FALSE(WorkloadModel::Read(c->before.workload_model)->planned());
+    }
+  }
+  EXPECT_GE(configs, 10);
+}
+
 TEST_F(OrgConfigTest, OutputsCarryInferenceAndTheHours) {
   OrgConfig c;
   c.name = "hand";
