@@ -379,16 +379,20 @@ TenantQueue::OrderKey TenantQueue::KeyOf(const Entry& e, int64_t now) const {
   return k;
 }
 
-bool TenantQueue::FitsOwn(const Entry& e) const {
+TenantQueue::QuotaVerdict& TenantQueue::VerdictOf(const Entry& e) const {
   QuotaVerdict& v = verdicts_[static_cast<size_t>(e.quota_id)];
-  if (v.epoch != usage_epoch_) v = {.epoch = usage_epoch_};
+  if (v.epoch != usage_epoch_) v = {.epoch = usage_epoch_};  // the usage changed: ask again
+  return v;
+}
+
+bool TenantQueue::FitsOwn(const Entry& e) const {
+  QuotaVerdict& v = VerdictOf(e);
   if (v.fits_own < 0) v.fits_own = usage_.FitsOwnQuota(e.tenant, e.quota) ? 1 : 0;
   return v.fits_own == 1;
 }
 
 bool TenantQueue::FitsQuota(const Entry& e) const {
-  QuotaVerdict& v = verdicts_[static_cast<size_t>(e.quota_id)];
-  if (v.epoch != usage_epoch_) v = {.epoch = usage_epoch_};
+  QuotaVerdict& v = VerdictOf(e);
   if (v.fits < 0) v.fits = usage_.Fits(e.tenant, e.quota) ? 1 : 0;
   return v.fits == 1;
 }

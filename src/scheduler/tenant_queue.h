@@ -248,6 +248,7 @@ class TenantQueue : public WorkQueue {
     int8_t fits = -1, fits_own = -1;  // -1: not asked yet
   };
   mutable std::vector<QuotaVerdict> verdicts_;  // by quota id
+  QuotaVerdict& VerdictOf(const Entry& e) const;  // e's, reset if the usage changed since
   uint64_t usage_epoch_ = 1;  // bumped by every change of usage_
   std::vector<uint8_t> unfit_;  // per interned shape: did not fit since the last release
   const Job* head_ = nullptr;
