@@ -114,6 +114,7 @@ Result<std::unique_ptr<MarketSim>> MarketSim::Make(const MarketSimOptions& optio
   m->floor_milli_.assign(n, 0);
   m->usage_milli_.assign(n, 0);
   m->over_budget_.assign(n, false);
+  m->owed_.assign(n, 0);
   m->results_.resize(n);
   std::vector<Transfer> grants;
   const std::optional<tenancy::ResourceId> gpu = tree.resource("gpu");
@@ -255,11 +256,16 @@ Result<MarketSim::MeterStep> MarketSim::PrepareMeter(Run& r, int64_t to) {
     TIDAL_ASSIGN_OR_RETURN(market::LendingSplit split,
                            market::SplitBorrowedCharge(m.total, options_.config.lender_share_ppm));
     step.lenders = Lenders(split.to_lender);
-    for (const auto& [t, part] : step.lenders)
-      if (part > 0)
-        step.chain.push_back(Transfer{.id = fmt::format("{}l{}", id, t), .debit = std::string(market::kRevenue),
-                                      .credit = Name(t), .amount = part, .code = "lending_credit",
-                                      .reference = fmt::format("job {}", r.job), .at_us = to * 1'000'000});
+    Micros share = 0;
+    for (const auto& [t, part] : step.lenders) share += part;
+    // Into escrow with the charge (linked: no charge, no share); the pool
+    // pays each lender what it is owed once per metering interval, so a run
+    // writes one transfer for its lenders instead of one per lender.
+    if (share > 0)
+      step.chain.push_back(Transfer{.id = id + "l", .debit = std::string(market::kRevenue),
+                                    .credit = std::string(market::kLendingPool), .amount = share,
+                                    .code = "lending_share", .reference = fmt::format("job {}", r.job),
+                                    .at_us = to * 1'000'000});
   }
   for (size_t k = 0; k + 1 < step.chain.size(); ++k) step.chain[k].flags |= tf::kLinked;
   return step;
@@ -271,22 +277,13 @@ void MarketSim::SettleMeter(const MeterStep& step, bool ok) {
   if (ok) {
     r.held_left -= step.from_hold;
     res.spent += step.total;
-    for (const auto& [t, part] : step.lenders) results_[static_cast<size_t>(t)].lending_credits += part;
+    for (const auto& [t, part] : step.lenders) owed_[static_cast<size_t>(t)] += part;
   } else {
     // Its budget cannot pay: the GPU-hours ran unpaid, and it drops to spot.
     res.unpaid_gpu_hours += static_cast<double>(r.milli) / 1000.0 * static_cast<double>(step.to - step.from) / 3600.0;
     over_budget_[static_cast<size_t>(r.tenant)] = true;
     res.over_budget = true;
   }
-}
-
-Status MarketSim::Meter(Run& r, int64_t to) {
-  TIDAL_ASSIGN_OR_RETURN(MeterStep step, PrepareMeter(r, to));
-  if (step.chain.empty()) return Ok();
-  bool ok = false;
-  TIDAL_RETURN_IF_ERROR(Apply(std::move(step.chain), &ok));
-  SettleMeter(step, ok);
-  return Ok();
 }
 
 Status MarketSim::MeterAll(int64_t to) {
@@ -314,6 +311,28 @@ Status MarketSim::MeterAll(int64_t to) {
   return Ok();
 }
 
+Status MarketSim::PayLenders(int64_t at) {
+  std::vector<Transfer> chain;
+  for (tenancy::TenantId t : leaves_)
+    if (const Micros part = owed_[static_cast<size_t>(t)]; part > 0)
+      chain.push_back(Transfer{.id = fmt::format("lend{}.{}", payouts_, t), .debit = std::string(market::kLendingPool),
+                               .credit = Name(t), .amount = part, .flags = tf::kLinked, .code = "lending_credit",
+                               .reference = "lenders' share of the interval's borrowing charges",
+                               .at_us = at * 1'000'000});
+  if (chain.empty()) return Ok();
+  chain.back().flags &= ~tf::kLinked;
+  ++payouts_;
+  bool ok = false;
+  TIDAL_RETURN_IF_ERROR(Apply(std::move(chain), &ok));
+  // The pool holds exactly what is owed (escrowed with each charge).
+  if (!ok) return MakeError(ErrorCode::kInternal, "market: the lending pool could not pay what it owes");
+  for (tenancy::TenantId t : leaves_) {
+    results_[static_cast<size_t>(t)].lending_credits += owed_[static_cast<size_t>(t)];
+    owed_[static_cast<size_t>(t)] = 0;
+  }
+  return Ok();
+}
+
 Status MarketSim::Idle(JobId job, int64_t now) {
   auto it = runs_.find(job);
   if (it == runs_.end()) return MakeError(ErrorCode::kInternal, "market: job {} idles but does not run", job);
@@ -328,23 +347,44 @@ Status MarketSim::Stop(JobId job, int64_t now, bool preempted, int64_t lost_gpu_
   auto it = runs_.find(job);
   if (it == runs_.end()) return MakeError(ErrorCode::kInternal, "market: job {} stops but does not run", job);
   Run& r = it->second;
-  TIDAL_RETURN_IF_ERROR(Meter(r, now));
-  if (!r.hold.empty() && r.held_left > 0)
-    TIDAL_RETURN_IF_ERROR(Apply({Transfer{.id = RunId(r) + ".void", .flags = tf::kVoidPending, .pending_id = r.hold,
-                                          .code = "release", .at_us = now * 1'000'000}}));
+  // The last charge, the release of what the hold has left and a recall's
+  // compensation go to the ledger as one batch: it applies them in order,
+  // each on its own, exactly as three calls would. Only when the charge
+  // would post the whole rest of the hold does the release wait for its
+  // outcome (posted whole: nothing to release; refused: all of it).
+  TIDAL_ASSIGN_OR_RETURN(MeterStep step, PrepareMeter(r, now));
+  const Transfer release{.id = RunId(r) + ".void", .flags = tf::kVoidPending, .pending_id = r.hold,
+                         .code = "release", .at_us = now * 1'000'000};
+  const bool holds = !r.hold.empty() && r.held_left > 0;
+  const bool release_now = holds && (step.chain.empty() || step.from_hold < r.held_left);
+  std::vector<Transfer> batch = step.chain;
+  if (release_now) batch.push_back(release);
+  Micros comp = 0;
   if (preempted && r.borrowed && lost_gpu_s > 0) {
     TIDAL_ASSIGN_OR_RETURN(Micros price, market::LockedPrice(pricer_->history(), r.lock, now));
-    TIDAL_ASSIGN_OR_RETURN(Micros comp, market::RecallCompensation(1000, lost_gpu_s, price,
-                                                                   options_.config.recall_compensation_ppm));
-    bool ok = false;
-    if (comp > 0) {
-      TIDAL_RETURN_IF_ERROR(Apply({Transfer{.id = RunId(r) + ".comp", .debit = std::string(market::kRevenue),
-                                            .credit = Name(r.tenant), .amount = comp, .code = "recall_compensation",
-                                            .reference = fmt::format("job {}", job), .at_us = now * 1'000'000}},
-                                  &ok));
-      if (ok) results_[static_cast<size_t>(r.tenant)].compensation += comp;
-    }
+    TIDAL_ASSIGN_OR_RETURN(comp, market::RecallCompensation(1000, lost_gpu_s, price,
+                                                            options_.config.recall_compensation_ppm));
   }
+  if (comp > 0)
+    batch.push_back(Transfer{.id = RunId(r) + ".comp", .debit = std::string(market::kRevenue),
+                             .credit = Name(r.tenant), .amount = comp, .code = "recall_compensation",
+                             .reference = fmt::format("job {}", job), .at_us = now * 1'000'000});
+  std::vector<market::TransferOutcome> out;
+  if (!batch.empty()) {
+    TIDAL_ASSIGN_OR_RETURN(out, ledger_->CreateTransfers(batch));
+  }
+  size_t at = 0;
+  auto next_ok = [&](size_t n) {
+    bool ok = true;
+    for (size_t k = 0; k < n; ++k) ok = ok && out[at + k].succeeded();
+    at += n;
+    if (!ok) ++refused_;
+    return ok;
+  };
+  if (!step.chain.empty()) SettleMeter(step, next_ok(step.chain.size()));
+  if (release_now) next_ok(1);
+  if (comp > 0 && next_ok(1)) results_[static_cast<size_t>(r.tenant)].compensation += comp;
+  if (holds && !release_now && r.held_left > 0) TIDAL_RETURN_IF_ERROR(Apply({release}));
   zombies_.erase(job);
   runs_.erase(it);
   return Ok();
@@ -404,6 +444,7 @@ Result<std::vector<JobId>> MarketSim::Advance(int64_t now) {
   if (now < now_) return MakeError(ErrorCode::kInternal, "market clock went back from {} to {}", now_, now);
   while (next_meter_ <= now) {
     TIDAL_RETURN_IF_ERROR(MeterAll(next_meter_));
+    TIDAL_RETURN_IF_ERROR(PayLenders(next_meter_));
     next_meter_ += options_.meter_interval_s;
   }
   TIDAL_ASSIGN_OR_RETURN(std::vector<JobId> reclaim, SampleZombies(now));
@@ -430,6 +471,7 @@ int64_t MarketSim::NextWake() const {
 Result<MarketSimResult> MarketSim::Finish() {
   MarketSimResult out;
   if (!runs_.empty()) return MakeError(ErrorCode::kInternal, "market: {} runs still open at the end", runs_.size());
+  TIDAL_RETURN_IF_ERROR(PayLenders(now_));
   TIDAL_ASSIGN_OR_RETURN(out.check, ledger_->Check());
   for (tenancy::TenantId t : leaves_) {
     TenantMarketResult r = results_[static_cast<size_t>(t)];

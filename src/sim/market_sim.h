@@ -8,7 +8,9 @@
 // rate, a borrowing run the floating standard price (protected for the
 // protection window), a run of a tenant over budget the spot price. A
 // borrowing run's charge is split: the lenders' share goes to the tenants
-// whose floors are idle at that moment, in proportion to their idle floor. A
+// whose floors are idle at that moment, in proportion to their idle floor
+// (escrowed in @lending-pool with the charge, paid to each lender once per
+// metering interval). A
 // borrowing run preempted before it is done is compensated for the work it
 // lost. A run whose work is done but which keeps its GPUs (a zombie) is fed
 // idle samples; the detector notifies, charges rising keep fees and reclaims
@@ -152,9 +154,10 @@ class MarketSim {
   };
   Result<MeterStep> PrepareMeter(Run& run, int64_t to);
   void SettleMeter(const MeterStep& step, bool ok);
-  Status Meter(Run& run, int64_t to);
   // Every open run metered to `to` in one ledger batch.
   Status MeterAll(int64_t to);
+  // The lending pool pays each lender what its charges escrowed since the last payout.
+  Status PayLenders(int64_t at);
   Result<std::vector<JobId>> SampleZombies(int64_t upto);
   // Splits `amount` over the tenants with idle floor, in proportion to it.
   std::vector<std::pair<tenancy::TenantId, market::Micros>> Lenders(market::Micros amount) const;
@@ -171,6 +174,8 @@ class MarketSim {
   std::vector<int64_t> floor_milli_;   // by tenant id
   std::vector<int64_t> usage_milli_;   // by tenant id, at the last Advance
   std::vector<bool> over_budget_;
+  std::vector<market::Micros> owed_;  // by tenant id: lending credits escrowed in the pool, not yet paid
+  int64_t payouts_ = 0;
   std::vector<TenantMarketResult> results_;  // by tenant id
   std::map<JobId, Run> runs_;
   std::set<JobId> zombies_;  // runs with a zombie detector, in job order as runs_
