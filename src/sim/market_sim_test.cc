@@ -122,6 +122,29 @@ TEST(MarketSim, InFloorRunPaysTheFixedRate) {
   EXPECT_EQ(ads.runs_in_floor, 1);
   EXPECT_EQ(f.Of(r, "search").lending_credits, 0);
   EXPECT_EQ(r.revenue, 6'400'000);
+  // It ran exactly its planned time: the last charge posts the rest of its
+  // hold, so nothing is left to release (a release sent anyway is refused).
+  EXPECT_EQ(r.refused, 0);
+  EXPECT_EQ(r.check.rejected, 0);
+}
+
+// A run that outlives its plan and stops between ticks: its last charge
+// posts the whole rest of its hold and charges the excess, and nothing is
+// left to release. 4 GPUs planned for 30 min ran 45: hold 4 x 0.5 h x 0.8
+// = 1.6, charge 4 x 0.75 h x 0.8 = 2.4.
+TEST(MarketSim, ARunPastItsPlanPostsItsWholeHold) {
+  Fixture f;
+  f.usage[static_cast<size_t>(f.ads)] = 4000;
+  ASSERT_TRUE(f.m->Start(1, f.ads, 4000, kT0, kT0 + 1800, false));
+  f.Advance(0, 4000);
+  f.Advance(2700, 4000);
+  ASSERT_TRUE(f.m->Stop(1, kT0 + 2700, false, 0));
+  const MarketSimResult r = f.Finish();
+  EXPECT_EQ(f.Of(r, "ads").spent, 2'400'000);
+  EXPECT_EQ(f.Of(r, "ads").balance, 96 * kC - 2'400'000);
+  EXPECT_EQ(r.refused, 0);
+  EXPECT_EQ(r.check.rejected, 0);
+  EXPECT_EQ(r.check.transfers, 2 + 1 + 1 + 1);  // grants (ads, search), hold, post, charge
 }
 
 TEST(MarketSim, BorrowingRunPaysLendersHalf) {
@@ -141,6 +164,72 @@ TEST(MarketSim, BorrowingRunPaysLendersHalf) {
   EXPECT_EQ(f.Of(r, "search").balance, 96 * kC + 2 * kC);
   EXPECT_EQ(r.revenue, 8'400'000);
   EXPECT_EQ(f.Of(r, "ads").runs_borrowed, 1);
+}
+
+// The lenders' share is escrowed in @lending-pool with each borrowing charge
+// and paid once per metering tick, one transfer per lender however many runs
+// borrowed; what a run that ends between ticks escrows is paid at the end.
+// ads (8-GPU floor) borrows 4 GPUs twice from search and video, whose 8-GPU
+// floors are idle: each charge of 4 GPU-h x 1.0 sends 2 credits to the pool,
+// 1 for each lender.
+TEST(MarketSim, TheLendingPoolPaysEachLenderOncePerTick) {
+  const std::string path = ::testing::TempDir() + "/market_sim_pool.db";
+  std::remove(path.c_str());
+  {
+    auto made_tree = tenancy::ProportionalTenants({{"ads", 1.0}, {"search", 1.0}, {"video", 1.0}}, 24);
+    ASSERT_TRUE(made_tree) << made_tree.error().ToString();
+    const tenancy::TenantTree tree = std::move(*made_tree);
+    const auto ads = tree.Find("ads");
+    std::vector<int64_t> usage(static_cast<size_t>(tree.size()), 0);
+    usage[static_cast<size_t>(ads)] = 16000;
+    MarketSimOptions o;
+    o.store_url = "sqlite:" + path;
+    auto made = MarketSim::Make(o, tree, 24000, kT0, 10 * 3600);
+    ASSERT_TRUE(made) << made.error().ToString();
+    MarketSim& m = **made;
+    ASSERT_TRUE(m.Start(1, ads, 8000, kT0, kT0 + 7200, false));
+    ASSERT_TRUE(m.Start(2, ads, 4000, kT0, kT0 + 3600, true));
+    ASSERT_TRUE(m.Start(3, ads, 4000, kT0, kT0 + 5400, true));
+    for (const int64_t t : {0, 3600}) {
+      ASSERT_TRUE(m.Advance(kT0 + t));
+      ASSERT_TRUE(m.Observe(kT0 + t, 16000, usage));
+    }
+    ASSERT_TRUE(m.Stop(2, kT0 + 3600, false, 0));
+    usage[static_cast<size_t>(ads)] = 12000;
+    ASSERT_TRUE(m.Observe(kT0 + 3600, 12000, usage));
+    ASSERT_TRUE(m.Advance(kT0 + 5400));
+    ASSERT_TRUE(m.Stop(3, kT0 + 5400, false, 0));  // escrows 1 credit, paid at the end
+    ASSERT_TRUE(m.Advance(kT0 + 7200));
+    ASSERT_TRUE(m.Stop(1, kT0 + 7200, false, 0));
+    auto r = m.Finish();
+    ASSERT_TRUE(r) << r.error().ToString();
+    ASSERT_TRUE(r->check.ok()) << ::testing::PrintToString(r->check.violations);
+    for (const auto& t : r->tenants)
+      if (t.name != "ads") EXPECT_EQ(t.lending_credits, 2'500'000) << t.name;  // 1 + 1 at 3600, 0.5 at 5400
+  }
+  auto st = store::OpenStore("sqlite:" + path);
+  ASSERT_TRUE(st) << st.error().ToString();
+  auto ledger = market::Ledger::Open(**st);
+  ASSERT_TRUE(ledger) << ledger.error().ToString();
+  for (const char* lender : {"search", "video"}) {
+    auto lines = ledger->Statement(lender);
+    ASSERT_TRUE(lines) << lines.error().ToString();
+    std::vector<std::pair<int64_t, Micros>> credits;  // (time, amount)
+    for (const market::StatementLine& l : *lines) {
+      const market::Transfer& t = l.record.transfer;
+      if (t.code != "lending_credit") continue;
+      EXPECT_EQ(t.debit, market::kLendingPool);
+      credits.emplace_back(t.at_us / 1'000'000 - kT0, t.amount);
+    }
+    // One transfer at the tick for both runs' shares; run 3's last half hour
+    // when the replay ends (at the last stop, 7200).
+    EXPECT_EQ(credits, (std::vector<std::pair<int64_t, Micros>>{{3600, 2 * kC}, {7200, 500'000}})) << lender;
+  }
+  auto pool = ledger->GetAccount(market::kLendingPool);
+  ASSERT_TRUE(pool && *pool);
+  EXPECT_EQ((*pool)->balance(), 0);  // paid out whole
+  EXPECT_GT((*pool)->credits_posted, 0);
+  std::remove(path.c_str());
 }
 
 TEST(MarketSim, PreemptedBorrowerIsCompensated) {
