@@ -117,6 +117,9 @@ struct QueuePass {
   std::vector<UnresolvableJob> unresolvable;
   std::vector<PreemptedJob> preempted;  // evicted in this pass (before `started` took their room)
   int64_t backfilled = 0;  // of `started`, those that jumped a blocked head
+  // Victim sets tried on the placer (victims released, the job placed, the
+  // victims bound again when it failed): the costly part of preemption.
+  int64_t what_ifs = 0;
 };
 
 struct WaitingShape {

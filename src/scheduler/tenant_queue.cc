@@ -403,6 +403,18 @@ bool TenantQueue::AdmitsNow(const Entry& e) const {
   return FitsQuota(e);
 }
 
+bool TenantQueue::AdmitsWithout(const Entry& e, std::span<Entry* const> stopped) {
+  if (AdmitsNow(e)) return true;
+  // Integer usage, removed and added back exactly; the verdicts cached for
+  // the lowered usage are dropped by the epoch bumps.
+  ++usage_epoch_;
+  for (Entry* v : stopped) usage_.Remove(v->tenant, v->quota);
+  const bool fits = AdmitsNow(e);
+  for (Entry* v : stopped) usage_.Add(v->tenant, v->quota);
+  ++usage_epoch_;
+  return fits;
+}
+
 bool TenantQueue::OthersHoldFloor(const Entry& e) const {
   if (!gpu_res_) return false;
   const ClusterState& c = scheduler_->cluster();
@@ -508,7 +520,7 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
       if (cand_entries[i]->tenant == v.tenant) usage -= cand_entries[i]->request.job->TotalGpuMilli();
     return usage > usage_.subtree(v.tenant, *gpu_res_);
   };
-  std::vector<VictimCandidate> cands;
+  std::vector<Entry*> eligible;
   for (Entry* vp : running_list_) {
     Entry& v = *vp;
     if (options_.min_run_s < 0 || now - v.start_s < options_.min_run_s) continue;
@@ -519,12 +531,19 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     if (reclaim && v.tenant != e.tenant && v.tier != Tier::kGuaranteed) ok = true;
     // LAS on borrowed quota never overrides priority (no loop with it).
     if (las_borrowed && v.tier != Tier::kGuaranteed && v.job->priority <= e.job->priority && LasQueue(v, now) > my_queue) ok = true;
-    if (!ok) continue;
-    const Placement* held = scheduler_->cluster().FindAllocation(v.job->id);
+    if (ok) eligible.push_back(&v);
+  }
+  // A victim set is a subset of these, and stopping jobs only lowers usage:
+  // if the quota would not admit the job with all of them stopped, no plan
+  // can start it (the what-if below would fail on the quota every time).
+  if (eligible.empty() || !AdmitsWithout(e, eligible)) return false;
+  std::vector<VictimCandidate> cands;
+  for (Entry* vp : eligible) {
+    const Placement* held = scheduler_->cluster().FindAllocation(vp->job->id);
     // A job on a drained node is no victim (PlanPreemption skips it too).
     if (held == nullptr || OnCordonedNode(scheduler_->cluster(), *held)) continue;
-    cands.push_back({v.job, LostIfPreempted(v, now, nullptr), v.tenant, held});
-    cand_entries.push_back(&v);
+    cands.push_back({vp->job, LostIfPreempted(*vp, now, nullptr), vp->tenant, held});
+    cand_entries.push_back(vp);
   }
   if (cands.empty()) return false;
   // First the strict rule: a victim's tenant keeps at least its floor after
@@ -576,6 +595,7 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
   if (!plan) return false;
   e.committed_domain = plan->domain;
   // What-if on the real placer: release the victims, try, restore on failure.
+  ++pass.what_ifs;
   std::vector<std::pair<Entry*, Placement>> saved;
   for (size_t i : plan->victims) {
     Entry& v = *cand_entries[i];

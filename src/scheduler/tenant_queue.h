@@ -46,6 +46,7 @@
 #include <set>
 #include <string_view>
 #include <unordered_map>
+#include <span>
 #include <vector>
 
 #include "common/result.h"
@@ -207,6 +208,8 @@ class TenantQueue : public WorkQueue {
   void Start(Entry& e, const Placement& p, int64_t now, QueuePass& pass);
   void Account(Entry& e, int sign);
   bool AdmitsNow(const Entry& e) const;
+  // Whether the quota would admit `e` were the `stopped` jobs not running.
+  bool AdmitsWithout(const Entry& e, std::span<Entry* const> stopped);
   // usage_.FitsOwnQuota / usage_.Fits for e's quota, remembered per
   // interned (tenant, quota) until the usage changes (a pass asks the same
   // question for thousands of waiting jobs with a handful of requests).

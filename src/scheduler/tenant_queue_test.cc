@@ -689,6 +689,37 @@ TEST(TenantQueue, PriorityPreemptionWhenTheTenantsQuotaIsFull) {
   }
 }
 
+// A victim set must free quota as well as room: A (floor 8, may borrow 8)
+// runs lo (8, priority 0); B runs b1 (8) in its floor; the cohort's quota
+// is the floors' 16. A's hi (16 GPUs, priority 5) has room on 3 x 8 GPUs
+// if lo stops, but then the cohort still has only 16 - 8 = 8 GPUs of quota
+// for A, so no victim set among A's jobs lets the quota admit it (b1, at
+// its floor, is no victim). The search ends before any victim set is tried
+// on the placer (it used to try and undo one per pass), and nothing is
+// preempted. With 8 more GPUs of quota at the organisation the same victim
+// frees enough: one what-if, and it succeeds.
+TEST(TenantQueue, NoWhatIfWhenNoVictimSetFreesTheQuota) {
+  for (const int64_t pool : {0, 8}) {
+    SCOPED_TRACE(pool);
+    Harness h(3, Tree({{"A", 8, Tier::kStandard, 8}, {"B", 8}}, pool), QueuePolicy::kTidal);
+    const Job& lo = h.Push("A", 8, 100000, 0, 0);
+    h.Push("B", 8, 100000, 0);
+    h.Schedule(0);
+    const Job& hi = h.Push("A", 16, 100, 100, 5);
+    QueuePass p = h.Schedule(100);
+    if (pool == 0) {
+      EXPECT_TRUE(p.preempted.empty());
+      EXPECT_TRUE(p.started.empty());
+      EXPECT_EQ(p.what_ifs, 0);
+      EXPECT_EQ(h.NodeOf(lo), 0);
+    } else {
+      EXPECT_EQ(h.Preempted(p), (Lost{{lo.name, 1280}}));
+      EXPECT_EQ(h.Started(p), (Names{hi.name}));
+      EXPECT_EQ(p.what_ifs, 1);
+    }
+  }
+}
+
 // BUG (disabled): in one pass, a tenant's second job borrows the floor of
 // a tenant whose within-floor job comes later in the same pass, which then
 // cannot reclaim it (a job started in this pass is no victim): a guarantee
