@@ -405,12 +405,23 @@ bool TenantQueue::AdmitsNow(const Entry& e) const {
 
 bool TenantQueue::AdmitsWithout(const Entry& e, std::span<Entry* const> stopped) {
   if (AdmitsNow(e)) return true;
-  // Integer usage, removed and added back exactly; the verdicts cached for
-  // the lowered usage are dropped by the epoch bumps.
+  // Summed per tenant first (the tree's usage moves the same whether a
+  // tenant's jobs leave one by one or together), then removed and added
+  // back exactly (integers); the verdicts cached for the lowered usage are
+  // dropped by the epoch bumps.
+  std::map<TenantId, tenancy::QuotaRequest> freed;
+  for (const Entry* v : stopped) {
+    tenancy::QuotaRequest& sum = freed[v->tenant];
+    for (const auto& [r, amount] : v->quota) {
+      auto it = std::find_if(sum.begin(), sum.end(), [&](const auto& x) { return x.first == r; });
+      if (it == sum.end()) sum.emplace_back(r, amount);
+      else it->second += amount;
+    }
+  }
   ++usage_epoch_;
-  for (Entry* v : stopped) usage_.Remove(v->tenant, v->quota);
+  for (const auto& [t, q] : freed) usage_.Remove(t, q);
   const bool fits = AdmitsNow(e);
-  for (Entry* v : stopped) usage_.Add(v->tenant, v->quota);
+  for (const auto& [t, q] : freed) usage_.Add(t, q);
   ++usage_epoch_;
   return fits;
 }
