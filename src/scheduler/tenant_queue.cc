@@ -283,6 +283,9 @@ void TenantQueue::Account(Entry& e, int sign) {
   if (e.tier == Tier::kSpot) spot_running_ += sign;
   if (!tree_) return;
   ++usage_epoch_;
+  if (static_cast<size_t>(e.tenant) >= tenant_usage_stamp_.size())
+    tenant_usage_stamp_.resize(static_cast<size_t>(e.tenant) + 1, 0);
+  ++tenant_usage_stamp_[static_cast<size_t>(e.tenant)];
   if (sign > 0) usage_.Add(e.tenant, e.quota);
   else usage_.Remove(e.tenant, e.quota);
   meter_->AddRate(e.tenant, sign * static_cast<double>(e.request.job->TotalGpuMilli()) / kMilliPerGpu);
@@ -712,12 +715,18 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   std::vector<int64_t> delays_reserved(shape_ids_.size(), kNoReservation);
   std::vector<uint8_t> started(order.size(), 0);
   std::set<const Entry*> moved;
+  const std::vector<uint64_t> stamps = tenant_usage_stamp_;  // as the keys were taken
+  auto usage_moved = [&](TenantId t) {
+    const auto i = static_cast<size_t>(t);
+    return i < tenant_usage_stamp_.size() && tenant_usage_stamp_[i] != (i < stamps.size() ? stamps[i] : 0);
+  };
   for (size_t i = 0; i < order.size(); ++i) {
     Entry& e = *order[i].second;
     if (e.running) continue;  // started by an earlier step of this pass
     // Its key may have grown since the pass began (earlier starts filled its
     // tenant's floor): then it goes back to its place among the rest, once.
-    if (!moved.contains(&e)) {
+    // Only its own tenant's usage moves a key within a pass (KeyOf).
+    if (usage_moved(e.tenant) && !moved.contains(&e)) {
       const OrderKey k = KeyOf(e, now);
       if (order[i].first < k) {
         moved.insert(&e);

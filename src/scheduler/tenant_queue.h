@@ -253,6 +253,10 @@ class TenantQueue : public WorkQueue {
   mutable std::vector<QuotaVerdict> verdicts_;  // by quota id
   QuotaVerdict& VerdictOf(const Entry& e) const;  // e's, reset if the usage changed since
   uint64_t usage_epoch_ = 1;  // bumped by every change of usage_
+  // By leaf tenant: bumped when its own usage changes (a job of it starts or
+  // stops). A waiting job's order key depends on its own tenant's usage
+  // only, so within a pass it is recomputed only when this moved.
+  std::vector<uint64_t> tenant_usage_stamp_;
   std::vector<uint8_t> unfit_;  // per interned shape: did not fit since the last release
   const Job* head_ = nullptr;
   int64_t head_reservation_ = kNoReservation;
