@@ -93,6 +93,8 @@ std::unique_ptr<WorkQueue> TenantQueue::Fork(Scheduler& scheduler, const JobLook
   // The copies' pointers into entries_ point at the original's entries.
   auto entry = [&](const Entry* old) { return &f->entries_.at(old->job->id); };
   for (Entry*& p : f->waiting_) p = entry(p);
+  for (auto& group : f->waiting_by_quota_)
+    for (auto& [key, p] : group) p = entry(p);
   for (Entry*& p : f->running_list_) p = entry(p);
   for (auto& [shape, w] : f->shapes_) w.request.job = remap(w.request.job);
   f->head_ = remap(head_);
@@ -143,12 +145,14 @@ void TenantQueue::AddShape(const Entry& e) {
   auto [it, inserted] = shapes_.try_emplace(e.shape, WaitingShape{e.request, 0});
   ++it->second.count;
   if (inserted) ++shapes_version_;
+  ++waiting_by_shape_[static_cast<size_t>(e.shape_id)];
   waiting_gpu_[e.tenant].insert(e.request.job->TotalGpuMilli());
 }
 
 void TenantQueue::RemoveShape(const Entry& e) {
   auto& w = waiting_gpu_[e.tenant];
   w.erase(w.find(e.request.job->TotalGpuMilli()));
+  --waiting_by_shape_[static_cast<size_t>(e.shape_id)];
   auto it = shapes_.find(e.shape);
   if (it == shapes_.end()) return;
   if (--it->second.count == 0) {
@@ -220,16 +224,41 @@ Status TenantQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolva
   }
   auto [sid, added] = shape_ids_.try_emplace(e.shape, static_cast<int32_t>(shape_ids_.size()));
   e.shape_id = sid->second;
-  if (added) unfit_.push_back(0);
+  if (added) {
+    unfit_.push_back(0);
+    waiting_by_shape_.push_back(0);
+  }
   e.quota_id = quota_ids_.try_emplace({e.tenant, e.quota}, static_cast<int32_t>(quota_ids_.size())).first->second;
   if (verdicts_.size() < quota_ids_.size()) verdicts_.resize(quota_ids_.size());
+  if (waiting_by_quota_.size() < quota_ids_.size()) waiting_by_quota_.resize(quota_ids_.size());
   e.seq = next_seq_++;
   e.remaining_s = *job.duration_s;
   auto [it, _] = entries_.emplace(job.id, std::move(e));
   it->second.waiting_since = job.submit_time_s.value_or(0);
   waiting_.push_back(&it->second);
+  ListWaiting(it->second);
   AddShape(it->second);
   return Ok();
+}
+
+void TenantQueue::ListWaiting(Entry& e) {
+  auto& group = waiting_by_quota_[static_cast<size_t>(e.quota_id)];
+  const OrderKey k = FifoKey(e);
+  auto pos = std::upper_bound(group.begin(), group.end(), k, [](const OrderKey& key, const auto& x) { return key < x.first; });
+  group.insert(pos, {k, &e});
+}
+
+void TenantQueue::UnlistWaiting(Entry& e) {
+  auto& group = waiting_by_quota_[static_cast<size_t>(e.quota_id)];
+  const OrderKey k = FifoKey(e);
+  auto pos = std::lower_bound(group.begin(), group.end(), k, [](const auto& x, const OrderKey& key) { return x.first < key; });
+  if (pos != group.end() && pos->second == &e) group.erase(pos);
+}
+
+void TenantQueue::DropWaiting(Entry& e) {
+  auto pos = std::lower_bound(waiting_.begin(), waiting_.end(), e.seq, [](const Entry* x, uint64_t s) { return x->seq < s; });
+  if (pos != waiting_.end() && *pos == &e) waiting_.erase(pos);
+  UnlistWaiting(e);
 }
 
 void TenantQueue::DemoteToSpot(tenancy::TenantId tenant) {
@@ -297,7 +326,7 @@ Status TenantQueue::Withdraw(JobId job) {
     return MakeError(ErrorCode::kNotFound, "job {} is not waiting in the queue; a running job is ended, not withdrawn", job);
   }
   Entry* e = &it->second;
-  std::erase(waiting_, e);
+  DropWaiting(*e);
   RemoveShape(*e);
   if (head_ == e->job) {
     head_ = nullptr;
@@ -352,7 +381,7 @@ int32_t TenantQueue::LasQueue(const Entry& e, int64_t now) const {
 }
 
 TenantQueue::OrderKey TenantQueue::KeyOf(const Entry& e, int64_t now) const {
-  OrderKey k{.priority = -e.job->priority, .seq = e.seq};
+  OrderKey k = FifoKey(e);
   switch (options_.order) {
     case TenantOrder::kFifo:
       break;
@@ -495,6 +524,7 @@ Status TenantQueue::Evict(Entry& v, int64_t now, QueuePass& pass) {
   // Back in arrival order (it keeps its sequence number).
   auto pos = std::lower_bound(waiting_.begin(), waiting_.end(), v.seq, [](const Entry* x, uint64_t s) { return x->seq < s; });
   waiting_.insert(pos, &v);
+  ListWaiting(v);
   AddShape(v);
   pass.preempted.push_back({v.job, lost});
   return Ok();
@@ -649,12 +679,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   // in effect; the reserved job keeps its reservation).
   if (!options_.reclaim && !options_.priority_preemption && !waiting_.empty()) {
     bool any = false;
-    for (const Entry* e : waiting_) {
-      if (!unfit_[static_cast<size_t>(e->shape_id)]) {
-        any = true;
-        break;
-      }
-    }
+    for (size_t sid = 0; sid < unfit_.size() && !any; ++sid) any = waiting_by_shape_[sid] > 0 && !unfit_[sid];
     if (!any) return pass;
   }
   // Without preemption a pass only adds usage, so a job its quota does not
@@ -664,12 +689,39 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   // hold thousands of them behind full partitions).
   const bool preempts = options_.reclaim || options_.priority_preemption;
   std::vector<std::pair<OrderKey, Entry*>> order;
-  order.reserve(waiting_.size());
-  for (Entry* e : waiting_) {
-    if (!preempts && !AdmitsNow(*e)) continue;
-    order.push_back({KeyOf(*e, now), e});
+  if (preempts) {
+    order.reserve(waiting_.size());
+    for (Entry* e : waiting_) order.push_back({KeyOf(*e, now), e});
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  } else {
+    // By quota group: one verdict per group (a group is one tenant, so one
+    // tier class). Under FIFO the groups, each in key order, are merged;
+    // otherwise the keys move with time and are sorted. Keys are unique
+    // (seq), so the order does not depend on the order groups are read in.
+    std::vector<std::pair<size_t, size_t>> heap;  // (group, position), the smallest key on top
+    auto later = [&](const auto& a, const auto& b) {
+      return waiting_by_quota_[b.first][b.second].first < waiting_by_quota_[a.first][a.second].first;
+    };
+    for (size_t g = 0; g < waiting_by_quota_.size(); ++g) {
+      const auto& group = waiting_by_quota_[g];
+      if (group.empty() || !AdmitsNow(*group.front().second)) continue;
+      if (options_.order == TenantOrder::kFifo) heap.push_back({g, 0});
+      else
+        for (const auto& [key, e] : group) order.push_back({KeyOf(*e, now), e});
+    }
+    if (options_.order == TenantOrder::kFifo) {
+      std::make_heap(heap.begin(), heap.end(), later);
+      while (!heap.empty()) {
+        std::pop_heap(heap.begin(), heap.end(), later);
+        auto& [g, pos] = heap.back();
+        order.push_back(waiting_by_quota_[g][pos]);
+        if (++pos < waiting_by_quota_[g].size()) std::push_heap(heap.begin(), heap.end(), later);
+        else heap.pop_back();
+      }
+    } else {
+      std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
   }
-  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 
   head_ = nullptr;
   head_reservation_ = kNoReservation;
@@ -835,14 +887,8 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   }
   // Drop started and unresolvable jobs from the waiting list (victims
   // evicted in this pass are in it already).
-  std::vector<Entry*> keep;
-  keep.reserve(waiting_.size());
-  std::set<const Entry*> gone;
   for (size_t i = 0; i < order.size(); ++i)
-    if (started[i] == 2) gone.insert(order[i].second);
-  for (Entry* e : waiting_)
-    if (!e->running && !gone.contains(e)) keep.push_back(e);
-  waiting_ = std::move(keep);
+    if (started[i] != 0) DropWaiting(*order[i].second);
   for (size_t i = 0; i < order.size(); ++i) {
     if (started[i] == 0) continue;
     RemoveShape(*order[i].second);

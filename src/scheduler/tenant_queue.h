@@ -198,6 +198,8 @@ class TenantQueue : public WorkQueue {
   TenantQueue(const TenantQueue&) = default;  // for Fork, which rebinds the pointers
 
   OrderKey KeyOf(const Entry& e, int64_t now) const;
+  // The key under FIFO (priority, then arrival); it never changes.
+  static OrderKey FifoKey(const Entry& e) { return {.priority = -e.job->priority, .seq = e.seq}; }
   // Wall seconds of e's next (or current) run: what is left, stretched by
   // the placement, plus the restart penalty after a preemption.
   int64_t RunSeconds(const Entry& e) const;
@@ -232,7 +234,15 @@ class TenantQueue : public WorkQueue {
   RunTime run_time_;
 
   std::unordered_map<JobId, Entry> entries_;
-  std::vector<Entry*> waiting_;  // arrival order
+  std::vector<Entry*> waiting_;  // arrival order (by seq)
+  // The waiting entries by quota id, each group in FIFO order with its key
+  // (FifoKey): a pass that cannot preempt takes whole groups its quota
+  // admits and never looks at the rest; under FIFO it merges them.
+  std::vector<std::vector<std::pair<OrderKey, Entry*>>> waiting_by_quota_;
+  void ListWaiting(Entry& e);
+  void UnlistWaiting(Entry& e);
+  // Removes e from waiting_ (found by its seq) and from its quota group.
+  void DropWaiting(Entry& e);
   std::vector<bool> demoted_;     // by tenant id: DemoteToSpot
   std::set<std::pair<int64_t, JobId>> running_;  // (planned end time, id)
   std::vector<Entry*> running_list_;             // the running entries, for victim searches
@@ -258,6 +268,7 @@ class TenantQueue : public WorkQueue {
   // only, so within a pass it is recomputed only when this moved.
   std::vector<uint64_t> tenant_usage_stamp_;
   std::vector<uint8_t> unfit_;  // per interned shape: did not fit since the last release
+  std::vector<int32_t> waiting_by_shape_;  // per interned shape: how many wait
   const Job* head_ = nullptr;
   int64_t head_reservation_ = kNoReservation;
   int32_t largest_node_gpus_ = -1;

@@ -501,6 +501,30 @@ TEST(TenantQueue, StaticPartitionsNeverExceedTheFloor) {
   EXPECT_EQ(h.queue->waiting(), 0u);
 }
 
+// Static partitions take each partition's jobs by priority, then arrival,
+// and the partitions' queues interleave by the same key. 2 x 8 GPUs, A and B
+// 8 each, no borrowing. a1 and b1 fill the cluster; then lo (A, 8), b2 (B, 4),
+// hi (A, 8, priority 5), b3 (B, 4, priority 5) wait. At 100 both end: the
+// order is hi, b3, lo, b2 — hi takes n0, b3 half of n1, lo finds A's
+// partition full and b2 takes the rest of n1.
+TEST(TenantQueue, StaticPartitionsOrderByPriorityThenArrival) {
+  auto wall = tenancy::WithoutBorrowing(*Tree({{"A", 8}, {"B", 8}}));
+  ASSERT_TRUE(wall.has_value());
+  Harness h(2, std::make_shared<const TenantTree>(std::move(*wall)), QueuePolicy::kStaticPartitions);
+  const Job& a1 = h.Push("A", 8, 100, 0);
+  const Job& b1 = h.Push("B", 8, 100, 0);
+  EXPECT_EQ(h.Started(h.Schedule(0)), (Names{a1.name, b1.name}));
+  h.Push("A", 8, 100, 5);  // lo
+  const Job& b2 = h.Push("B", 4, 100, 6);
+  const Job& hi = h.Push("A", 8, 100, 10, /*priority=*/5);
+  const Job& b3 = h.Push("B", 4, 100, 11, /*priority=*/5);
+  EXPECT_TRUE(h.Started(h.Schedule(11)).empty());
+  h.Finish(a1);
+  h.Finish(b1);
+  EXPECT_EQ(h.Started(h.Schedule(100)), (Names{hi.name, b3.name, b2.name}));
+  EXPECT_EQ(h.queue->waiting(), 1u);
+}
+
 // One tenant whose floor (32) is larger than the cluster, so the quota never
 // binds and only placement decides. 2 x 8 GPUs, first-fit:
 //  0: x (4, 1000 s) on n0 0-3, y (8, 3000 s) on n1.
