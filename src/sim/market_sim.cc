@@ -338,8 +338,10 @@ Status MarketSim::Idle(JobId job, int64_t now) {
   if (it == runs_.end()) return MakeError(ErrorCode::kInternal, "market: job {} idles but does not run", job);
   TIDAL_ASSIGN_OR_RETURN(market::ZombieDetector d, market::ZombieDetector::Make(options_.config.hoarding, it->second.milli));
   it->second.zombie.emplace(std::move(d));
+  if (zombies_.contains(job)) due_.erase({it->second.next_sample, job});
   it->second.next_sample = now;
   zombies_.insert(job);
+  due_.insert({now, job});
   return Ok();
 }
 
@@ -385,14 +387,22 @@ Status MarketSim::Stop(JobId job, int64_t now, bool preempted, int64_t lost_gpu_
   if (release_now) next_ok(1);
   if (comp > 0 && next_ok(1)) results_[static_cast<size_t>(r.tenant)].compensation += comp;
   if (holds && !release_now && r.held_left > 0) TIDAL_RETURN_IF_ERROR(Apply({release}));
-  zombies_.erase(job);
+  if (zombies_.erase(job) > 0) due_.erase({r.next_sample, job});
   runs_.erase(it);
   return Ok();
 }
 
 Result<std::vector<JobId>> MarketSim::SampleZombies(int64_t upto) {
   std::vector<JobId> reclaim;
-  for (const JobId job : zombies_) {
+  // The zombies with a sample due, in job order (as a walk over every
+  // zombie would take them: fees and reclaims keep their order).
+  std::vector<JobId> ready;
+  while (!due_.empty() && due_.begin()->first <= upto) {
+    ready.push_back(due_.begin()->second);
+    due_.erase(due_.begin());
+  }
+  std::sort(ready.begin(), ready.end());
+  for (const JobId job : ready) {
     Run& r = runs_.at(job);
     while (r.next_sample <= upto && r.zombie->state() != market::ZombieState::kReclaimed) {
       TIDAL_ASSIGN_OR_RETURN(auto actions, r.zombie->Sample(r.next_sample, 0.0, 0.0, std::nan(""), std::nan("")));
@@ -436,6 +446,7 @@ Result<std::vector<JobId>> MarketSim::SampleZombies(int64_t upto) {
       }
       r.next_sample += options_.sample_interval_s;
     }
+    if (r.zombie->state() != market::ZombieState::kReclaimed) due_.insert({r.next_sample, job});
   }
   return reclaim;
 }
@@ -461,10 +472,7 @@ Status MarketSim::Observe(int64_t now, int64_t allocated_milli, const std::vecto
 
 int64_t MarketSim::NextWake() const {
   int64_t wake = runs_.empty() ? kNever : next_meter_;
-  for (const JobId job : zombies_) {
-    const Run& r = runs_.at(job);
-    if (r.zombie->state() != market::ZombieState::kReclaimed) wake = std::min(wake, r.next_sample);
-  }
+  if (!due_.empty()) wake = std::min(wake, due_.begin()->first);
   return wake;
 }
 

@@ -179,6 +179,9 @@ class MarketSim {
   std::vector<TenantMarketResult> results_;  // by tenant id
   std::map<JobId, Run> runs_;
   std::set<JobId> zombies_;  // runs with a zombie detector, in job order as runs_
+  // (next sample, job) of the zombies not reclaimed yet: what is due is
+  // found without walking every zombie at every event.
+  std::set<std::pair<int64_t, JobId>> due_;
   std::map<JobId, int32_t> run_count_;  // runs started per job, for ids
   int64_t now_ = 0;
   int64_t next_meter_ = 0;

@@ -275,16 +275,21 @@ TEST(MarketSim, ZombieIsNotifiedChargedAndReclaimed) {
   ASSERT_TRUE(f.m->Start(1, f.ads, 2000, kT0, kT0 + 3600, false));
   ASSERT_TRUE(f.m->Idle(1, kT0 + 3600));
   std::vector<JobId> reclaimed;
+  std::vector<int64_t> wakes;
   int64_t at = 3600;
   while (reclaimed.empty() && at < 48 * 3600) {
     const int64_t wake = f.m->NextWake();
     ASSERT_LT(wake, INT64_MAX);
     at = wake - kT0;
+    wakes.push_back(at);
     reclaimed = f.Advance(at, 2000);
   }
   ASSERT_EQ(reclaimed, std::vector<JobId>{1});
   // Idle from 3600: notify at +1800, fees from +3600, reclaim 14400 after.
   EXPECT_EQ(at, 3600 + 1800 + 1800 + 14400);
+  // The market asks for the clock at the zombie's samples, not only at its
+  // hourly metering: the notice at 5400 is one of its wakes.
+  EXPECT_THAT(wakes, ::testing::Contains(3600 + 1800));
   ASSERT_TRUE(f.m->Stop(1, kT0 + at, false, 0));
   const MarketSimResult r = f.Finish();
   EXPECT_EQ(r.zombies_notified, 1);
