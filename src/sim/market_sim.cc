@@ -160,47 +160,72 @@ Status MarketSim::Apply(std::vector<Transfer> chain, bool* ok) {
 
 Status MarketSim::Start(JobId job, tenancy::TenantId tenant, int64_t milli, int64_t now, int64_t planned_end,
                         bool borrowed) {
+  const StartRequest one{.job = job, .tenant = tenant, .milli = milli, .planned_end = planned_end, .borrowed = borrowed};
+  return StartMany(now, std::span(&one, 1));
+}
+
+Status MarketSim::StartMany(int64_t now, std::span<const StartRequest> starts) {
   TIDAL_RETURN_IF_ERROR(pricer_->AdvanceTo(now));
-  ++run_count_[job];
-  Run r{.job = job, .tenant = tenant, .milli = milli, .metered_to = now, .borrowed = borrowed};
-  TenantMarketResult& res = results_[static_cast<size_t>(tenant)];
-  // A run in its tenant's floor pays the fixed in-floor rate, over budget or
-  // not (TierUnderBudget: the floor is the tenant's by right); a borrowing run
-  // pays the floating standard price, or the spot price once over budget.
-  if (!borrowed) {
-    r.tier = Tier::kGuaranteed;
-    ++res.runs_in_floor;
-  } else if (over_budget_[static_cast<size_t>(tenant)]) {
-    r.tier = Tier::kSpot;
-    ++res.runs_spot;
-  } else {
-    r.tier = Tier::kStandard;
-    ++res.runs_borrowed;
-  }
-  TIDAL_ASSIGN_OR_RETURN(r.lock, market::Lock(pricer_->history(), r.tier, now, options_.config.pricer.protection_s));
-  // The hold: the planned run at the price locked now (an estimate; metering
-  // charges what the run really costs, and a run past its hold pays the rest
-  // as plain charges).
-  TIDAL_ASSIGN_OR_RETURN(Micros expected,
-                         market::ChargeForInterval(milli, std::max<int64_t>(1, planned_end - now), r.lock.ceiling));
-  const std::string id = RunId(r);
-  if (expected > 0) {
-    bool ok = false;
-    TIDAL_RETURN_IF_ERROR(Apply({Transfer{.id = id, .debit = Name(tenant), .credit = std::string(market::kRevenue),
-                                          .amount = expected, .flags = tf::kPending, .code = "hold",
-                                          .reference = fmt::format("job {}", job), .at_us = now * 1'000'000}},
-                                &ok));
-    if (ok) {
-      r.hold = id;
-      r.held_left = expected;
-    } else {
-      // It cannot cover its run: over budget, so its later borrowing runs are spot.
-      over_budget_[static_cast<size_t>(tenant)] = true;
-      res.over_budget = true;
+  // Holds not yet sent, and whose tenant has one among them.
+  std::vector<Transfer> holds;
+  std::vector<JobId> held;
+  std::vector<uint8_t> pending(results_.size(), 0);
+  auto flush = [&]() -> Status {
+    if (holds.empty()) return Ok();
+    // Unlinked: the ledger applies each on its own, in order, as one call each.
+    TIDAL_ASSIGN_OR_RETURN(auto out, ledger_->CreateTransfers(holds));
+    for (size_t k = 0; k < holds.size(); ++k) {
+      Run& r = runs_.at(held[k]);
+      if (out[k].succeeded()) {
+        r.hold = holds[k].id;
+        r.held_left = holds[k].amount;
+      } else {
+        ++refused_;
+        // It cannot cover its run: over budget, so its later borrowing runs are spot.
+        over_budget_[static_cast<size_t>(r.tenant)] = true;
+        results_[static_cast<size_t>(r.tenant)].over_budget = true;
+      }
     }
+    holds.clear();
+    held.clear();
+    std::fill(pending.begin(), pending.end(), 0);
+    return Ok();
+  };
+  for (const StartRequest& s : starts) {
+    const auto t = static_cast<size_t>(s.tenant);
+    if (s.borrowed && pending[t]) TIDAL_RETURN_IF_ERROR(flush());
+    ++run_count_[s.job];
+    Run r{.job = s.job, .tenant = s.tenant, .milli = s.milli, .metered_to = now, .borrowed = s.borrowed};
+    TenantMarketResult& res = results_[t];
+    // A run in its tenant's floor pays the fixed in-floor rate, over budget or
+    // not (TierUnderBudget: the floor is the tenant's by right); a borrowing run
+    // pays the floating standard price, or the spot price once over budget.
+    if (!s.borrowed) {
+      r.tier = Tier::kGuaranteed;
+      ++res.runs_in_floor;
+    } else if (over_budget_[t]) {
+      r.tier = Tier::kSpot;
+      ++res.runs_spot;
+    } else {
+      r.tier = Tier::kStandard;
+      ++res.runs_borrowed;
+    }
+    TIDAL_ASSIGN_OR_RETURN(r.lock, market::Lock(pricer_->history(), r.tier, now, options_.config.pricer.protection_s));
+    // The hold: the planned run at the price locked now (an estimate; metering
+    // charges what the run really costs, and a run past its hold pays the rest
+    // as plain charges).
+    TIDAL_ASSIGN_OR_RETURN(Micros expected,
+                           market::ChargeForInterval(s.milli, std::max<int64_t>(1, s.planned_end - now), r.lock.ceiling));
+    if (expected > 0) {
+      holds.push_back(Transfer{.id = RunId(r), .debit = Name(s.tenant), .credit = std::string(market::kRevenue),
+                               .amount = expected, .flags = tf::kPending, .code = "hold",
+                               .reference = fmt::format("job {}", s.job), .at_us = now * 1'000'000});
+      held.push_back(s.job);
+      pending[t] = 1;
+    }
+    runs_[s.job] = std::move(r);
   }
-  runs_[job] = std::move(r);
-  return Ok();
+  return flush();
 }
 
 std::vector<std::pair<tenancy::TenantId, Micros>> MarketSim::Lenders(Micros amount) const {

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,18 @@ class MarketSim {
   // A run starts at `now` on `milli` milli-GPU, planned to end at planned_end.
   // `borrowed`: with it its tenant runs above its floor.
   Status Start(JobId job, tenancy::TenantId tenant, int64_t milli, int64_t now, int64_t planned_end, bool borrowed);
+  struct StartRequest {
+    JobId job = 0;
+    tenancy::TenantId tenant = tenancy::kNoTenant;
+    int64_t milli = 0;
+    int64_t planned_end = 0;
+    bool borrowed = false;
+  };
+  // The runs a pass starts at `now`, in order: exactly as one Start each,
+  // with their holds in as few ledger batches as that allows (a failed hold
+  // puts its tenant over budget, which decides the tier of the tenant's
+  // next borrowing start: such a start waits for the holds before it).
+  Status StartMany(int64_t now, std::span<const StartRequest> starts);
   // The run's work is done at `now` but it keeps its GPUs: a zombie from here.
   Status Idle(JobId job, int64_t now);
   // The run ends: metered to `now`, its hold released. `preempted` with the

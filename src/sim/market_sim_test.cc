@@ -269,6 +269,35 @@ TEST(MarketSim, OverBudgetDropsToSpot) {
   EXPECT_GE(ads.balance, 0);
 }
 
+// The starts of one pass go to the ledger together, yet each is decided as
+// if alone: ads's first borrowing run cannot be held (16 credits against a
+// 6.4 budget), so its borrowing run later in the same pass is spot; its
+// in-floor run between them is guaranteed either way; search is untouched.
+TEST(MarketSim, APassesStartsAreDecidedInOrder) {
+  Fixture f(/*span_s=*/3600, /*budget_factor=*/1.0);
+  using S = MarketSim::StartRequest;
+  const std::vector<S> starts = {
+      S{.job = 10, .tenant = f.search, .milli = 1000, .planned_end = kT0 + 3600, .borrowed = true},
+      S{.job = 1, .tenant = f.ads, .milli = 16000, .planned_end = kT0 + 3600, .borrowed = true},
+      S{.job = 2, .tenant = f.ads, .milli = 1000, .planned_end = kT0 + 3600, .borrowed = false},
+      S{.job = 3, .tenant = f.ads, .milli = 1000, .planned_end = kT0 + 3600, .borrowed = true},
+  };
+  ASSERT_TRUE(f.m->StartMany(kT0, starts));
+  EXPECT_TRUE(f.m->OverBudget(f.ads));
+  EXPECT_FALSE(f.m->OverBudget(f.search));
+  f.Advance(3600, 19000);
+  for (JobId j : {10, 1, 2, 3}) ASSERT_TRUE(f.m->Stop(j, kT0 + 3600, false, 0));
+  const MarketSimResult r = f.Finish();
+  const auto& ads = f.Of(r, "ads");
+  EXPECT_EQ(ads.runs_borrowed, 1);
+  EXPECT_EQ(ads.runs_in_floor, 1);
+  EXPECT_EQ(ads.runs_spot, 1);
+  EXPECT_DOUBLE_EQ(ads.unpaid_gpu_hours, 16.0);
+  EXPECT_EQ(r.refused, 2);  // run 1's hold, then its charge at the stop
+  EXPECT_EQ(f.Of(r, "search").runs_borrowed, 1);
+  EXPECT_FALSE(f.Of(r, "search").over_budget);
+}
+
 TEST(MarketSim, ZombieIsNotifiedChargedAndReclaimed) {
   Fixture f(/*span_s=*/48 * 3600);
   f.usage[static_cast<size_t>(f.ads)] = 2000;

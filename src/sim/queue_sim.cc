@@ -624,12 +624,14 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
         borrowed[si] = u > tenants->nominal(t, *gpu_res);
         u -= j->TotalGpuMilli();
       }
+      std::vector<MarketSim::StartRequest> starts;
       for (size_t si = 0; si < pass.started.size(); ++si) {
         const Job* j = pass.started[si];
         if (fleets && fleets->Owns(j->id)) continue;  // inference is not metered
-        TIDAL_RETURN_IF_ERROR(market->Start(j->id, tenant_queue->tenant_of(*j), j->TotalGpuMilli(), now,
-                                            pass.ends[si], borrowed[si] != 0));
+        starts.push_back({.job = j->id, .tenant = tenant_queue->tenant_of(*j), .milli = j->TotalGpuMilli(),
+                          .planned_end = pass.ends[si], .borrowed = borrowed[si] != 0});
       }
+      TIDAL_RETURN_IF_ERROR(market->StartMany(now, starts));
     }
     for (size_t si = 0; si < pass.started.size(); ++si) {
       const Job* j = pass.started[si];
