@@ -371,36 +371,41 @@ Status MarketSim::Idle(JobId job, int64_t now) {
 }
 
 Status MarketSim::Stop(JobId job, int64_t now, bool preempted, int64_t lost_gpu_s) {
-  auto it = runs_.find(job);
-  if (it == runs_.end()) return MakeError(ErrorCode::kInternal, "market: job {} stops but does not run", job);
+  const StopRequest one{.job = job, .preempted = preempted, .lost_gpu_s = lost_gpu_s};
+  return StopMany(now, std::span(&one, 1));
+}
+
+Result<MarketSim::StopPlan> MarketSim::PrepareStop(const StopRequest& s, int64_t now, std::vector<Transfer>& batch) {
+  auto it = runs_.find(s.job);
+  if (it == runs_.end()) return MakeError(ErrorCode::kInternal, "market: job {} stops but does not run", s.job);
   Run& r = it->second;
   // The last charge, the release of what the hold has left and a recall's
-  // compensation go to the ledger as one batch: it applies them in order,
+  // compensation go to the ledger in one batch: it applies them in order,
   // each on its own, exactly as three calls would. Only when the charge
   // would post the whole rest of the hold does the release wait for its
   // outcome (posted whole: nothing to release; refused: all of it).
-  TIDAL_ASSIGN_OR_RETURN(MeterStep step, PrepareMeter(r, now));
-  const Transfer release{.id = RunId(r) + ".void", .flags = tf::kVoidPending, .pending_id = r.hold,
-                         .code = "release", .at_us = now * 1'000'000};
-  const bool holds = !r.hold.empty() && r.held_left > 0;
-  const bool release_now = holds && (step.chain.empty() || step.from_hold < r.held_left);
-  std::vector<Transfer> batch = step.chain;
-  if (release_now) batch.push_back(release);
-  Micros comp = 0;
-  if (preempted && r.borrowed && lost_gpu_s > 0) {
+  StopPlan plan{.run = it};
+  TIDAL_ASSIGN_OR_RETURN(plan.step, PrepareMeter(r, now));
+  plan.release = Transfer{.id = RunId(r) + ".void", .flags = tf::kVoidPending, .pending_id = r.hold,
+                          .code = "release", .at_us = now * 1'000'000};
+  plan.holds = !r.hold.empty() && r.held_left > 0;
+  plan.release_now = plan.holds && (plan.step.chain.empty() || plan.step.from_hold < r.held_left);
+  batch.insert(batch.end(), plan.step.chain.begin(), plan.step.chain.end());
+  if (plan.release_now) batch.push_back(plan.release);
+  if (s.preempted && r.borrowed && s.lost_gpu_s > 0) {
     TIDAL_ASSIGN_OR_RETURN(Micros price, market::LockedPrice(pricer_->history(), r.lock, now));
-    TIDAL_ASSIGN_OR_RETURN(comp, market::RecallCompensation(1000, lost_gpu_s, price,
-                                                            options_.config.recall_compensation_ppm));
+    TIDAL_ASSIGN_OR_RETURN(plan.comp, market::RecallCompensation(1000, s.lost_gpu_s, price,
+                                                                 options_.config.recall_compensation_ppm));
   }
-  if (comp > 0)
+  if (plan.comp > 0)
     batch.push_back(Transfer{.id = RunId(r) + ".comp", .debit = std::string(market::kRevenue),
-                             .credit = Name(r.tenant), .amount = comp, .code = "recall_compensation",
-                             .reference = fmt::format("job {}", job), .at_us = now * 1'000'000});
-  std::vector<market::TransferOutcome> out;
-  if (!batch.empty()) {
-    TIDAL_ASSIGN_OR_RETURN(out, ledger_->CreateTransfers(batch));
-  }
-  size_t at = 0;
+                             .credit = Name(r.tenant), .amount = plan.comp, .code = "recall_compensation",
+                             .reference = fmt::format("job {}", s.job), .at_us = now * 1'000'000});
+  return plan;
+}
+
+Status MarketSim::SettleStop(StopPlan& plan, const std::vector<market::TransferOutcome>& out, size_t& at) {
+  Run& r = plan.run->second;
   auto next_ok = [&](size_t n) {
     bool ok = true;
     for (size_t k = 0; k < n; ++k) ok = ok && out[at + k].succeeded();
@@ -408,13 +413,38 @@ Status MarketSim::Stop(JobId job, int64_t now, bool preempted, int64_t lost_gpu_
     if (!ok) ++refused_;
     return ok;
   };
-  if (!step.chain.empty()) SettleMeter(step, next_ok(step.chain.size()));
-  if (release_now) next_ok(1);
-  if (comp > 0 && next_ok(1)) results_[static_cast<size_t>(r.tenant)].compensation += comp;
-  if (holds && !release_now && r.held_left > 0) TIDAL_RETURN_IF_ERROR(Apply({release}));
-  if (zombies_.erase(job) > 0) due_.erase({r.next_sample, job});
-  runs_.erase(it);
+  if (!plan.step.chain.empty()) SettleMeter(plan.step, next_ok(plan.step.chain.size()));
+  if (plan.release_now) next_ok(1);
+  if (plan.comp > 0 && next_ok(1)) results_[static_cast<size_t>(r.tenant)].compensation += plan.comp;
+  if (plan.holds && !plan.release_now && r.held_left > 0) TIDAL_RETURN_IF_ERROR(Apply({plan.release}));
+  if (zombies_.erase(r.job) > 0) due_.erase({r.next_sample, r.job});
+  runs_.erase(plan.run);
   return Ok();
+}
+
+Status MarketSim::StopMany(int64_t now, std::span<const StopRequest> stops) {
+  std::vector<StopPlan> plans;
+  std::vector<Transfer> batch;
+  auto flush = [&]() -> Status {
+    std::vector<market::TransferOutcome> out;
+    if (!batch.empty()) {
+      TIDAL_ASSIGN_OR_RETURN(out, ledger_->CreateTransfers(batch));
+    }
+    size_t at = 0;
+    for (StopPlan& plan : plans) TIDAL_RETURN_IF_ERROR(SettleStop(plan, out, at));
+    plans.clear();
+    batch.clear();
+    return Ok();
+  };
+  std::set<JobId> seen;
+  for (const StopRequest& s : stops) {
+    if (!seen.insert(s.job).second) return MakeError(ErrorCode::kInternal, "market: job {} stops twice at {}", s.job, now);
+    TIDAL_ASSIGN_OR_RETURN(StopPlan plan, PrepareStop(s, now, batch));
+    const bool waits = plan.holds && !plan.release_now;  // its release follows its charge's outcome
+    plans.push_back(std::move(plan));
+    if (waits) TIDAL_RETURN_IF_ERROR(flush());
+  }
+  return flush();
 }
 
 Result<std::vector<JobId>> MarketSim::SampleZombies(int64_t upto) {

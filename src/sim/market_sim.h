@@ -124,6 +124,15 @@ class MarketSim {
   // The run ends: metered to `now`, its hold released. `preempted` with the
   // GPU-seconds it lost: a borrowing run is compensated.
   Status Stop(JobId job, int64_t now, bool preempted, int64_t lost_gpu_s);
+  struct StopRequest {
+    JobId job = 0;
+    bool preempted = false;
+    int64_t lost_gpu_s = 0;
+  };
+  // The runs that end at `now`, in order: exactly as one Stop each, their
+  // transfers in as few ledger batches as that allows (a stop whose release
+  // waits for its charge's outcome closes a batch).
+  Status StopMany(int64_t now, std::span<const StopRequest> stops);
   // Moves the market's clock to `now`: prices, metering and zombie samples of
   // every boundary up to it, with the usage of the last Observe (which held
   // until now). Returns the zombies the detector reclaims (the caller ends
@@ -166,6 +175,18 @@ class MarketSim {
     std::vector<std::pair<tenancy::TenantId, market::Micros>> lenders;
   };
   Result<MeterStep> PrepareMeter(Run& run, int64_t to);
+  // A stop's transfers (StopMany): its last charge, the release of its hold
+  // now or after the charge, and a recall's compensation.
+  struct StopPlan {
+    std::map<JobId, Run>::iterator run;
+    MeterStep step;
+    market::Transfer release;
+    bool holds = false, release_now = false;
+    market::Micros comp = 0;
+  };
+  Result<StopPlan> PrepareStop(const StopRequest& s, int64_t now, std::vector<market::Transfer>& batch);
+  // Settles a stop from its outcomes (consumed from `at`) and ends the run.
+  Status SettleStop(StopPlan& plan, const std::vector<market::TransferOutcome>& out, size_t& at);
   void SettleMeter(const MeterStep& step, bool ok);
   // Every open run metered to `to` in one ledger batch.
   Status MeterAll(int64_t to);

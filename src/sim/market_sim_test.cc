@@ -298,6 +298,75 @@ TEST(MarketSim, APassesStartsAreDecidedInOrder) {
   EXPECT_FALSE(f.Of(r, "search").over_budget);
 }
 
+// The runs that end together go to the ledger together, yet exactly as one
+// Stop each: the same results and the same ledger, entry for entry, in the
+// same order. At 6000 s: job 1 (planned 1.5 h) posts the rest of its hold,
+// so its release waits for that charge's outcome and closes the batch;
+// job 2 ends long before its plan (released at once); job 3 borrows, its
+// hold refused (ads's budget), and is preempted (compensated).
+TEST(MarketSim, RunsEndingTogetherSettleAsOneStopEach) {
+  auto run = [](bool together, const std::string& path) {
+    std::remove(path.c_str());
+    std::vector<std::string> entries;
+    {
+      tenancy::TenantTree tree = Tree();
+      const auto ads = tree.Find("ads"), search = tree.Find("search");
+      std::vector<int64_t> usage(static_cast<size_t>(tree.size()), 0);
+      usage[static_cast<size_t>(ads)] = 6000;
+      usage[static_cast<size_t>(search)] = 0;
+      MarketSimOptions o;
+      o.store_url = "sqlite:" + path;
+      auto made = MarketSim::Make(o, tree, 16000, kT0, 10 * 3600);
+      EXPECT_TRUE(made) << made.error().ToString();
+      MarketSim& m = **made;
+      EXPECT_TRUE(m.Start(1, ads, 4000, kT0, kT0 + 5400, false));
+      EXPECT_TRUE(m.Start(2, ads, 2000, kT0, kT0 + 36000, false));
+      EXPECT_TRUE(m.Start(3, ads, 8000, kT0, kT0 + 36000, true));
+      usage[static_cast<size_t>(ads)] = 14000;
+      for (const int64_t t : {0, 3600, 6000}) {
+        EXPECT_TRUE(m.Advance(kT0 + t));
+        EXPECT_TRUE(m.Observe(kT0 + t, 14000, usage));
+      }
+      const std::vector<MarketSim::StopRequest> stops = {
+          {.job = 1}, {.job = 2}, {.job = 3, .preempted = true, .lost_gpu_s = 8 * 1800}};
+      if (together) {
+        EXPECT_TRUE(m.StopMany(kT0 + 6000, stops));
+        EXPECT_FALSE(m.StopMany(kT0 + 6000, std::vector<MarketSim::StopRequest>{{.job = 1}}));  // ended already
+      } else {
+        for (const auto& s : stops) EXPECT_TRUE(m.Stop(s.job, kT0 + 6000, s.preempted, s.lost_gpu_s));
+      }
+      auto r = m.Finish();
+      EXPECT_TRUE(r && r->check.ok());
+      if (r) {
+        entries.push_back(fmt::format("refused {} transfers {}", r->refused, r->check.transfers));
+        for (const auto& t : r->tenants)
+          entries.push_back(fmt::format("{} spent {} balance {} compensation {}", t.name, t.spent, t.balance, t.compensation));
+      }
+    }
+    auto st = store::OpenStore("sqlite:" + path);
+    EXPECT_TRUE(st) << st.error().ToString();
+    auto ledger = market::Ledger::Open(**st);
+    EXPECT_TRUE(ledger) << ledger.error().ToString();
+    for (const char* account : {"ads", "@revenue"}) {
+      auto lines = ledger->Statement(account);
+      EXPECT_TRUE(lines) << lines.error().ToString();
+      for (const market::StatementLine& l : *lines)
+        entries.push_back(fmt::format("{} {} {} {}", account, l.record.seq, l.record.transfer.id, l.balance));
+    }
+    return entries;
+  };
+  const auto one_by_one = run(false, ::testing::TempDir() + "/market_sim_stops_1.db");
+  const auto together = run(true, ::testing::TempDir() + "/market_sim_stops_n.db");
+  EXPECT_EQ(together, one_by_one);
+  using ::testing::Contains;
+  using ::testing::HasSubstr;
+  EXPECT_THAT(one_by_one, Contains(HasSubstr("job1.1.m1p")));  // the rest of its hold, at the stop
+  EXPECT_THAT(one_by_one, Contains(HasSubstr("job1.1.m1c")));  // and beyond it
+  EXPECT_THAT(one_by_one, Not(Contains(HasSubstr("job1.1.void"))));  // posted whole: nothing to release
+  EXPECT_THAT(one_by_one, Contains(HasSubstr("job2.1.void")));
+  EXPECT_THAT(one_by_one, Contains(HasSubstr("job3.1.comp")));
+}
+
 TEST(MarketSim, ZombieIsNotifiedChargedAndReclaimed) {
   Fixture f(/*span_s=*/48 * 3600);
   f.usage[static_cast<size_t>(f.ads)] = 2000;

@@ -549,6 +549,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       ++r.zombies;
       if (market) TIDAL_RETURN_IF_ERROR(market->Idle(idle->id, now));
     }
+    std::vector<MarketSim::StopRequest> stops;
     for (const Job* j : finished) {
       runs.erase(j->id);
       if (guarantees) guarantees->Running(*j, -1);
@@ -556,12 +557,13 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
       rate_end(j->id, j->num_gpu, rec.idle_since_s >= 0);
       end_idle(rec, *j, now);
-      if (market) TIDAL_RETURN_IF_ERROR(market->Stop(j->id, now, false, 0));
+      if (market) stops.push_back({.job = j->id});
       rec.finish_s = now;
       rec.run_s += now - rec.run_start_s;
       ++r.jobs_finished;
       ++done;
     }
+    if (market) TIDAL_RETURN_IF_ERROR(market->StopMany(now, stops));
     rejected.clear();
     const size_t first_arrival = next_arrival;
     for (; next_arrival < jobs.size() && *jobs[next_arrival].submit_time_s == now; ++next_arrival) {
@@ -577,6 +579,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     const MigCounters mig_before = c.mig_counters();
 
     TIDAL_ASSIGN_OR_RETURN(QueuePass pass, replay->Pass(now));
+    stops.clear();
     for (const PreemptedJob& pj : pass.preempted) {
       if (guarantees) {
         guarantees->Running(*pj.job, -1);
@@ -592,7 +595,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
         r.window_model_flops -= rt->second.flops * static_cast<double>(pj.lost_gpu_s) / pj.job->num_gpu;
       rate_end(pj.job->id, pj.job->num_gpu, rec.idle_since_s >= 0);
       end_idle(rec, *pj.job, now);
-      if (market) TIDAL_RETURN_IF_ERROR(market->Stop(pj.job->id, now, true, pj.lost_gpu_s));
+      if (market) stops.push_back({.job = pj.job->id, .preempted = true, .lost_gpu_s = pj.lost_gpu_s});
       ++rec.preemptions;
       rec.lost_gpu_s += pj.lost_gpu_s;
       rec.run_s += now - rec.run_start_s;
@@ -611,6 +614,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
         runs.erase(rs);
       }
     }
+    if (market) TIDAL_RETURN_IF_ERROR(market->StopMany(now, stops));
     if (market) {
       // A start borrows when its tenant is above its floor with it: of a
       // tenant's starts in this pass, the last ones are the borrowing ones.
