@@ -31,6 +31,18 @@ tenancy::TenantTree Tree() {
   return std::move(*t);
 }
 
+// A market whose ledger is kept in the SQLite file `path` (made anew), for
+// tests that read the ledger back.
+std::unique_ptr<MarketSim> MarketInFile(const tenancy::TenantTree& tree, const std::string& path, int64_t total_milli,
+                                        int64_t span_s) {
+  std::remove(path.c_str());
+  MarketSimOptions o;
+  o.store_url = "sqlite:" + path;
+  auto made = MarketSim::Make(o, tree, total_milli, kT0, span_s);
+  EXPECT_TRUE(made) << made.error().ToString();
+  return made ? std::move(*made) : nullptr;
+}
+
 struct Fixture {
   tenancy::TenantTree tree = Tree();
   std::unique_ptr<MarketSim> m;
@@ -182,11 +194,9 @@ TEST(MarketSim, TheLendingPoolPaysEachLenderOncePerTick) {
     const auto ads = tree.Find("ads");
     std::vector<int64_t> usage(static_cast<size_t>(tree.size()), 0);
     usage[static_cast<size_t>(ads)] = 16000;
-    MarketSimOptions o;
-    o.store_url = "sqlite:" + path;
-    auto made = MarketSim::Make(o, tree, 24000, kT0, 10 * 3600);
-    ASSERT_TRUE(made) << made.error().ToString();
-    MarketSim& m = **made;
+    auto made = MarketInFile(tree, path, 24000, 10 * 3600);
+    ASSERT_TRUE(made);
+    MarketSim& m = *made;
     ASSERT_TRUE(m.Start(1, ads, 8000, kT0, kT0 + 7200, false));
     ASSERT_TRUE(m.Start(2, ads, 4000, kT0, kT0 + 3600, true));
     ASSERT_TRUE(m.Start(3, ads, 4000, kT0, kT0 + 5400, true));
@@ -306,7 +316,6 @@ TEST(MarketSim, APassesStartsAreDecidedInOrder) {
 // hold refused (ads's budget), and is preempted (compensated).
 TEST(MarketSim, RunsEndingTogetherSettleAsOneStopEach) {
   auto run = [](bool together, const std::string& path) {
-    std::remove(path.c_str());
     std::vector<std::string> entries;
     {
       tenancy::TenantTree tree = Tree();
@@ -314,11 +323,10 @@ TEST(MarketSim, RunsEndingTogetherSettleAsOneStopEach) {
       std::vector<int64_t> usage(static_cast<size_t>(tree.size()), 0);
       usage[static_cast<size_t>(ads)] = 6000;
       usage[static_cast<size_t>(search)] = 0;
-      MarketSimOptions o;
-      o.store_url = "sqlite:" + path;
-      auto made = MarketSim::Make(o, tree, 16000, kT0, 10 * 3600);
-      EXPECT_TRUE(made) << made.error().ToString();
-      MarketSim& m = **made;
+      auto made = MarketInFile(tree, path, 16000, 10 * 3600);
+      EXPECT_TRUE(made);
+      if (!made) return entries;
+      MarketSim& m = *made;
       EXPECT_TRUE(m.Start(1, ads, 4000, kT0, kT0 + 5400, false));
       EXPECT_TRUE(m.Start(2, ads, 2000, kT0, kT0 + 36000, false));
       EXPECT_TRUE(m.Start(3, ads, 8000, kT0, kT0 + 36000, true));
@@ -413,11 +421,9 @@ TEST(MarketSim, LedgerEntriesCarryTheSimulatedTime) {
     const auto ads = tree.Find("ads");
     std::vector<int64_t> usage(static_cast<size_t>(tree.size()), 0);
     usage[static_cast<size_t>(ads)] = 4000;
-    MarketSimOptions o;
-    o.store_url = "sqlite:" + path;
-    auto made = MarketSim::Make(o, tree, 16000, kT0, 48 * 3600);
-    ASSERT_TRUE(made) << made.error().ToString();
-    MarketSim& m = **made;
+    auto made = MarketInFile(tree, path, 16000, 48 * 3600);
+    ASSERT_TRUE(made);
+    MarketSim& m = *made;
     ASSERT_TRUE(m.Start(1, ads, 4000, kT0, kT0 + 3600, false));
     ASSERT_TRUE(m.Start(2, ads, 8000, kT0, kT0 + 3600, true));
     usage[static_cast<size_t>(ads)] = 12000;
