@@ -99,12 +99,20 @@ std::string InvalidAccountName(std::string_view name) {
   return {};
 }
 
-Result<Ledger> Ledger::Open(store::Store& store) {
+Result<Ledger> Ledger::Open(store::Store& store, LedgerOptions options) {
   Ledger ledger(store);
   for (std::string_view name : kSystemAccounts) {
     const std::uint32_t flags = name == kTreasury ? 0 : account_flags::kDebitsMustNotExceedCredits;
     TIDAL_RETURN_IF_ERROR(
         ledger.CreateAccount({.name = std::string(name), .kind = AccountKind::kSystem, .flags = flags}));
+  }
+  if (options.sole_writer) {
+    LedgerMemo memo;
+    TIDAL_RETURN_IF_ERROR(store.Read([&](store::Tx& tx) -> Status {
+      TIDAL_ASSIGN_OR_RETURN(memo, LedgerMemo::Load(tx));
+      return Ok();
+    }));
+    ledger.memo_ = std::make_shared<LedgerMemo>(std::move(memo));
   }
   return ledger;
 }
@@ -120,7 +128,9 @@ Status Ledger::CreateAccount(const AccountSpec& spec) {
                      spec.name);
   if ((spec.flags & ~account_flags::kAll) != 0)
     return MakeError(ErrorCode::kInvalidArgument, "account '{}': unknown flags 0x{:x}", spec.name, spec.flags);
-  return store_->Write([&](store::Tx& tx) -> Status {
+  std::optional<Account> created;
+  Status s = store_->Write([&](store::Tx& tx) -> Status {
+    created.reset();
     TIDAL_ASSIGN_OR_RETURN(std::optional<Account> existing, rows::LoadAccount(tx, spec.name));
     if (existing) {
       if (existing->kind != spec.kind || existing->flags != spec.flags)
@@ -131,19 +141,35 @@ Status Ledger::CreateAccount(const AccountSpec& spec) {
       return Ok();  // exists, identical
     }
     TIDAL_ASSIGN_OR_RETURN(std::int64_t seq, rows::MaxSeq(tx));
-    return rows::InsertAccount(
-        tx, Account{.name = spec.name, .kind = spec.kind, .flags = spec.flags, .created_seq = seq});
+    created = Account{.name = spec.name, .kind = spec.kind, .flags = spec.flags, .created_seq = seq};
+    return rows::InsertAccount(tx, *created);
   });
+  if (!s) {
+    memo_.reset();  // what the store holds is not known for sure: read it from now on
+    return s;
+  }
+  if (memo_ && created) memo_->accounts.insert_or_assign(created->name, *created);
+  return s;
 }
 
 Result<std::vector<TransferOutcome>> Ledger::CreateTransfers(std::span<const Transfer> batch) {
   std::vector<TransferOutcome> out;
-  TIDAL_RETURN_IF_ERROR(store_->Write([&](store::Tx& tx) -> Status {
-    Batch b(tx);
-    TIDAL_ASSIGN_OR_RETURN(out, b.Apply(batch));
-    return b.Flush();
-  }));
+  std::optional<Batch> b;
+  TIDAL_RETURN_IF_ERROR(Committed(store_->Write([&](store::Tx& tx) -> Status {
+    b.emplace(tx, memo_.get());
+    TIDAL_ASSIGN_OR_RETURN(out, b->Apply(batch));
+    return b->Flush();
+  }), b));
   return out;
+}
+
+Status Ledger::Committed(Status written, const std::optional<Batch>& batch) {
+  if (!written) {
+    memo_.reset();  // what the store holds is not known for sure: read it from now on
+    return written;
+  }
+  if (memo_ && batch) batch->Commit(*memo_);
+  return written;
 }
 
 Result<TransferOutcome> Ledger::CreateTransfer(const Transfer& transfer) {
@@ -153,7 +179,8 @@ Result<TransferOutcome> Ledger::CreateTransfer(const Transfer& transfer) {
 
 Result<int> Ledger::ExpireHolds(std::int64_t now_us) {
   int expired = 0;
-  TIDAL_RETURN_IF_ERROR(store_->Write([&](store::Tx& tx) -> Status {
+  std::optional<Batch> b;
+  TIDAL_RETURN_IF_ERROR(Committed(store_->Write([&](store::Tx& tx) -> Status {
     expired = 0;
     TIDAL_ASSIGN_OR_RETURN(std::vector<std::string> ids, rows::ExpiredHoldIds(tx, now_us));
     std::vector<Transfer> voids;
@@ -164,15 +191,15 @@ Result<int> Ledger::ExpireHolds(std::int64_t now_us) {
                                .pending_id = id,
                                .code = std::string(kCodeExpiry),
                                .at_us = now_us});
-    Batch b(tx);
-    TIDAL_ASSIGN_OR_RETURN(std::vector<TransferOutcome> out, b.Apply(voids, /*expiry=*/true));
+    b.emplace(tx, memo_.get());
+    TIDAL_ASSIGN_OR_RETURN(std::vector<TransferOutcome> out, b->Apply(voids, /*expiry=*/true));
     for (const auto& o : out) {
       if (o.ok()) ++expired;
       else if (o.result != R::kExists)
         return MakeError(ErrorCode::kInternal, "expiring a hold failed: {}", o.name());
     }
-    return b.Flush();
-  }));
+    return b->Flush();
+  }), b));
   return expired;
 }
 

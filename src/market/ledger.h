@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -195,10 +196,22 @@ struct CheckReport {
   bool ok() const { return violations.empty(); }
 };
 
+struct LedgerOptions {
+  // This Ledger is the store's only writer for as long as it is open (the
+  // simulator's private store; never a daemon's, which other processes and
+  // the HTTP server share): it keeps every account, every hold and the ids
+  // of every recorded transfer in memory and reads them from there instead
+  // of the store. The store stays the record: every batch is written as
+  // always, and the memory follows only what a committed batch wrote.
+  bool sole_writer = false;
+};
+
+struct LedgerMemo;  // ledger_batch.h
+
 class Ledger {
  public:
   // Opens the ledger kept in `store` and makes sure the system accounts exist.
-  static Result<Ledger> Open(store::Store& store);
+  static Result<Ledger> Open(store::Store& store, LedgerOptions options = {});
 
   // Creates accounts; an account that exists with the same kind and flags is
   // "exists", with different ones an error. Names: 1-128 printable ASCII
@@ -234,6 +247,10 @@ class Ledger {
  private:
   explicit Ledger(store::Store& store) : store_(&store) {}
   store::Store* store_;
+  std::shared_ptr<LedgerMemo> memo_;  // with LedgerOptions::sole_writer; shared by copies
+  // After a write: a committed batch goes into the memo; a failed write
+  // drops the memo (the ledger reads the store from then on).
+  Status Committed(Status written, const std::optional<class Batch>& batch);
 };
 
 // Validates an account or hold name; returns why not, or empty.

@@ -61,8 +61,34 @@ void Batch::Rollback() {
   state_.next_seq = undo_->next_seq;
 }
 
+Result<LedgerMemo> LedgerMemo::Load(store::Tx& tx) {
+  LedgerMemo m;
+  TIDAL_ASSIGN_OR_RETURN(std::vector<Account> accounts, rows::LoadAccounts(tx));
+  for (Account& a : accounts) m.accounts.emplace(a.name, std::move(a));
+  TIDAL_ASSIGN_OR_RETURN(std::vector<Hold> holds, rows::LoadHolds(tx, /*open_only=*/false));
+  for (Hold& h : holds) m.holds.emplace(h.id, std::move(h));
+  TIDAL_RETURN_IF_ERROR(rows::ForEachTransfer(tx, [&](const TransferRecord& r) -> Status {
+    m.ids.insert(r.transfer.id);
+    return Ok();
+  }));
+  TIDAL_ASSIGN_OR_RETURN(std::int64_t max_seq, rows::MaxSeq(tx));
+  m.next_seq = max_seq + 1;
+  return m;
+}
+
+void Batch::Commit(LedgerMemo& memo) const {
+  for (const auto& [name, a] : state_.accounts)
+    if (a) memo.accounts.insert_or_assign(name, *a);
+  for (const auto& [id, h] : state_.holds)
+    if (h) memo.holds.insert_or_assign(id, *h);
+  for (const auto& [id, rec] : state_.created)
+    if (rec.seq > 0) memo.ids.insert(id);
+  if (seq_loaded_) memo.next_seq = state_.next_seq;
+}
+
 Result<const TransferRecord*> Batch::Existing(std::string_view id) {
   if (auto it = state_.created.find(id); it != state_.created.end()) return &it->second;
+  if (memo_ && !memo_->ids.contains(id)) return static_cast<const TransferRecord*>(nullptr);
   TIDAL_ASSIGN_OR_RETURN(std::optional<TransferRecord> stored, rows::LoadTransfer(tx_, id));
   if (!stored) return static_cast<const TransferRecord*>(nullptr);
   // Cache it: later lookups in this batch are free and see the same record.
@@ -74,7 +100,12 @@ Result<const TransferRecord*> Batch::Existing(std::string_view id) {
 Result<Account*> Batch::AccountRef(std::string_view name) {
   auto it = state_.accounts.find(name);
   if (it == state_.accounts.end()) {
-    TIDAL_ASSIGN_OR_RETURN(std::optional<Account> a, rows::LoadAccount(tx_, name));
+    std::optional<Account> a;
+    if (memo_) {
+      if (auto m = memo_->accounts.find(name); m != memo_->accounts.end()) a = m->second;
+    } else {
+      TIDAL_ASSIGN_OR_RETURN(a, rows::LoadAccount(tx_, name));
+    }
     it = state_.accounts.emplace(std::string(name), std::move(a)).first;
   }
   if (undo_) undo_->accounts.emplace_back(it->first, std::make_optional(it->second));  // the caller may change it
@@ -84,7 +115,12 @@ Result<Account*> Batch::AccountRef(std::string_view name) {
 Result<Hold*> Batch::HoldRef(std::string_view id) {
   auto it = state_.holds.find(id);
   if (it == state_.holds.end()) {
-    TIDAL_ASSIGN_OR_RETURN(std::optional<Hold> h, rows::LoadHold(tx_, id));
+    std::optional<Hold> h;
+    if (memo_) {
+      if (auto m = memo_->holds.find(id); m != memo_->holds.end()) h = m->second;
+    } else {
+      TIDAL_ASSIGN_OR_RETURN(h, rows::LoadHold(tx_, id));
+    }
     it = state_.holds.emplace(std::string(id), std::move(h)).first;
   }
   if (undo_) undo_->holds.emplace_back(it->first, std::make_optional(it->second));  // the caller may change it
@@ -248,8 +284,12 @@ Result<TransferOutcome> Batch::One(const Transfer& t, bool expiry) {
 
 Result<std::vector<TransferOutcome>> Batch::Apply(std::span<const Transfer> transfers, bool expiry) {
   if (!seq_loaded_) {
-    TIDAL_ASSIGN_OR_RETURN(std::int64_t max_seq, rows::MaxSeq(tx_));
-    state_.next_seq = max_seq + 1;
+    if (memo_) {
+      state_.next_seq = memo_->next_seq;
+    } else {
+      TIDAL_ASSIGN_OR_RETURN(std::int64_t max_seq, rows::MaxSeq(tx_));
+      state_.next_seq = max_seq + 1;
+    }
     seq_loaded_ = true;
   }
   std::vector<TransferOutcome> out(transfers.size());

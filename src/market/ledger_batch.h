@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,15 +16,30 @@
 
 namespace tidal::market {
 
+// LedgerOptions::sole_writer: what the store holds, as of the last committed
+// batch — every account, every hold, every recorded transfer's id, and the
+// next sequence number.
+struct LedgerMemo {
+  std::map<std::string, Account, std::less<>> accounts;
+  std::map<std::string, Hold, std::less<>> holds;
+  std::set<std::string, std::less<>> ids;
+  std::int64_t next_seq = 1;
+  // Reads them all from the store.
+  static Result<LedgerMemo> Load(store::Tx& tx);
+};
+
 class Batch {
  public:
-  explicit Batch(store::Tx& tx) : tx_(tx) {}
+  // `memo` (may be null): read accounts, holds and ids from it, not the store.
+  explicit Batch(store::Tx& tx, const LedgerMemo* memo = nullptr) : tx_(tx), memo_(memo) {}
 
   // Applies `transfers` in order; linked chains succeed or fail together.
   // `expiry` marks the ledger's own hold-expiry voids (code "expiry").
   Result<std::vector<TransferOutcome>> Apply(std::span<const Transfer> transfers, bool expiry = false);
   // Writes every new record and every changed account and hold.
   Status Flush();
+  // After the store committed the flushed batch: `memo` takes what it wrote.
+  void Commit(LedgerMemo& memo) const;
 
  private:
   struct State {
@@ -58,6 +74,7 @@ class Batch {
   void Record(const Transfer& t, TransferResult r, TransferOutcome& out);
 
   store::Tx& tx_;
+  const LedgerMemo* memo_;
   State state_;
   bool seq_loaded_ = false;
   bool last_was_prior_ = false;  // One() answered from an earlier record

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -50,13 +51,16 @@ Transfer Void(std::string id, std::string hold, Micros amount = 0) {
                   .pending_id = std::move(hold), .code = "release"};
 }
 
-class LedgerTest : public ::testing::TestWithParam<store::testing::Backend> {
+// Every backend, and each with the ledger reading the store or its memory
+// of it (LedgerOptions::sole_writer): the same tables either way.
+class LedgerTest : public ::testing::TestWithParam<std::tuple<store::testing::Backend, bool>> {
  protected:
+  LedgerOptions Options() const { return {.sole_writer = std::get<1>(GetParam())}; }
   void SetUp() override {
-    auto db = store::testing::FreshStore(GetParam());
+    auto db = store::testing::FreshStore(std::get<0>(GetParam()));
     if (!db) GTEST_SKIP() << db.error().message;
     db_ = std::move(*db);
-    auto l = Ledger::Open(db_->store());
+    auto l = Ledger::Open(db_->store(), Options());
     ASSERT_TRUE(l) << l.error().ToString();
     ledger_.emplace(std::move(*l));
     for (const char* name : {"ads", "search", "vision"})
@@ -687,7 +691,7 @@ TEST_P(LedgerTest, SurvivesReopen) {
   ASSERT_EQ(Do(Pending("h", "ads", 5 * kC)), "ok");
   auto reopened = db_->Reopen();
   ASSERT_TRUE(reopened) << reopened.error().ToString();
-  auto l = Ledger::Open(db_->store());
+  auto l = Ledger::Open(db_->store(), Options());
   ASSERT_TRUE(l);
   ledger_.emplace(std::move(*l));
   EXPECT_EQ(Balance("search"), 30 * kC);
@@ -696,8 +700,12 @@ TEST_P(LedgerTest, SurvivesReopen) {
   ExpectChecked();
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, LedgerTest, ::testing::ValuesIn(store::testing::AllBackends()),
-                         [](const auto& info) { return store::testing::BackendName(info.param); });
+INSTANTIATE_TEST_SUITE_P(Backends, LedgerTest,
+                         ::testing::Combine(::testing::ValuesIn(store::testing::AllBackends()), ::testing::Bool()),
+                         [](const auto& info) {
+                           return store::testing::BackendName(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_sole_writer" : "");
+                         });
 
 TEST(TransferResultNames, RoundTrip) {
   for (int r = 0; r <= static_cast<int>(TransferResult::kExceedsDebits); ++r) {

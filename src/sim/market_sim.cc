@@ -101,7 +101,9 @@ Result<std::unique_ptr<MarketSim>> MarketSim::Make(const MarketSimOptions& optio
   so.durable = false;  // a replay's ledger is rebuilt by running it again
   TIDAL_ASSIGN_OR_RETURN(m->store_,
                          store::OpenStore(options.store_url.empty() ? "sqlite::memory:" : options.store_url, so));
-  TIDAL_ASSIGN_OR_RETURN(market::Ledger ledger, market::Ledger::Open(*m->store_));
+  // The simulator's store is its own while it runs: the ledger may read
+  // accounts and holds from memory.
+  TIDAL_ASSIGN_OR_RETURN(market::Ledger ledger, market::Ledger::Open(*m->store_, {.sole_writer = true}));
   m->ledger_.emplace(std::move(ledger));
   TIDAL_ASSIGN_OR_RETURN(market::DynamicPricer pricer,
                          market::DynamicPricer::Make(options.gpu_model, options.config.book, options.config.curve,
