@@ -57,6 +57,8 @@ Result<HoardingScenario> ParseHoarding(std::string_view text);
 struct MarketSimOptions {
   market::MarketConfig config;
   // The store the ledger is kept in; empty: a private in-memory SQLite store.
+  // The simulation is its only writer while it runs (LedgerOptions::sole_writer):
+  // never a store a daemon or another process writes.
   std::string store_url;
   int64_t meter_interval_s = 3600;
   int64_t sample_interval_s = 300;  // telemetry samples of zombies
