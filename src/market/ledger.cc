@@ -129,7 +129,7 @@ Status Ledger::CreateAccount(const AccountSpec& spec) {
   if ((spec.flags & ~account_flags::kAll) != 0)
     return MakeError(ErrorCode::kInvalidArgument, "account '{}': unknown flags 0x{:x}", spec.name, spec.flags);
   std::optional<Account> created;
-  Status s = store_->Write([&](store::Tx& tx) -> Status {
+  TIDAL_RETURN_IF_ERROR(Committed(store_->Write([&](store::Tx& tx) -> Status {
     created.reset();
     TIDAL_ASSIGN_OR_RETURN(std::optional<Account> existing, rows::LoadAccount(tx, spec.name));
     if (existing) {
@@ -143,13 +143,9 @@ Status Ledger::CreateAccount(const AccountSpec& spec) {
     TIDAL_ASSIGN_OR_RETURN(std::int64_t seq, rows::MaxSeq(tx));
     created = Account{.name = spec.name, .kind = spec.kind, .flags = spec.flags, .created_seq = seq};
     return rows::InsertAccount(tx, *created);
-  });
-  if (!s) {
-    memo_.reset();  // what the store holds is not known for sure: read it from now on
-    return s;
-  }
+  }), std::nullopt));
   if (memo_ && created) memo_->accounts.insert_or_assign(created->name, *created);
-  return s;
+  return Ok();
 }
 
 Result<std::vector<TransferOutcome>> Ledger::CreateTransfers(std::span<const Transfer> batch) {

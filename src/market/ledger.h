@@ -248,8 +248,8 @@ class Ledger {
   explicit Ledger(store::Store& store) : store_(&store) {}
   store::Store* store_;
   std::shared_ptr<LedgerMemo> memo_;  // with LedgerOptions::sole_writer; shared by copies
-  // After a write: a committed batch goes into the memo; a failed write
-  // drops the memo (the ledger reads the store from then on).
+  // After a write: a committed batch (if any) goes into the memo; a failed
+  // write drops the memo (the ledger reads the store from then on).
   Status Committed(Status written, const std::optional<class Batch>& batch);
 };
 

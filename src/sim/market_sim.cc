@@ -195,6 +195,9 @@ Status MarketSim::StartMany(int64_t now, std::span<const StartRequest> starts) {
   };
   for (const StartRequest& s : starts) {
     const auto t = static_cast<size_t>(s.tenant);
+    if (runs_.contains(s.job))
+      return MakeError(ErrorCode::kInternal, "market: job {} starts at {} but is running already; stop its run first",
+                       s.job, now);
     if (s.borrowed && pending[t]) TIDAL_RETURN_IF_ERROR(flush());
     ++run_count_[s.job];
     Run r{.job = s.job, .tenant = s.tenant, .milli = s.milli, .metered_to = now, .borrowed = s.borrowed};

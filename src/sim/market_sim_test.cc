@@ -293,6 +293,9 @@ TEST(MarketSim, APassesStartsAreDecidedInOrder) {
       S{.job = 3, .tenant = f.ads, .milli = 1000, .planned_end = kT0 + 3600, .borrowed = true},
   };
   ASSERT_TRUE(f.m->StartMany(kT0, starts));
+  const auto twice = f.m->Start(2, f.ads, 1000, kT0, kT0 + 3600, false);
+  ASSERT_FALSE(twice);
+  EXPECT_THAT(twice.error().message, ::testing::HasSubstr("job 2 starts at"));
   EXPECT_TRUE(f.m->OverBudget(f.ads));
   EXPECT_FALSE(f.m->OverBudget(f.search));
   f.Advance(3600, 19000);
