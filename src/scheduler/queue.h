@@ -104,10 +104,14 @@ struct UnresolvableJob {
 
 // A running job the queue evicted: it is waiting again and resumes from its
 // last checkpoint; `lost_gpu_s` is the GPU-seconds of work it must redo
-// plus its restart penalty.
+// plus its restart penalty. `by` is the job it made room for; `notice`
+// whether it was told to checkpoint first (it stopped once that was
+// written: the preemptor waits for the write).
 struct PreemptedJob {
   const Job* job = nullptr;
   int64_t lost_gpu_s = 0;
+  const Job* by = nullptr;
+  bool notice = false;
 };
 
 // What one Schedule() pass did, in order.

@@ -495,13 +495,13 @@ void TenantQueue::Start(Entry& e, const Placement& p, int64_t now, QueuePass& pa
   pass.ends.push_back(e.end_s);
 }
 
-int64_t TenantQueue::LostIfPreempted(const Entry& v, int64_t now, int64_t* saved_run_s) const {
+int64_t TenantQueue::LostIfPreempted(const Entry& v, int64_t now, int64_t notice_s, int64_t* saved_run_s) const {
   const int64_t elapsed = now - v.start_s;
   const int64_t penalty = v.restarts > 0 ? options_.restart_penalty_s : 0;
   const int64_t useful = std::max<int64_t>(0, elapsed - penalty);
-  if (options_.preempt_checkpoint_s >= 0) {
+  if (notice_s >= 0) {
     if (saved_run_s) *saved_run_s = useful;
-    return (elapsed - useful + options_.preempt_checkpoint_s + options_.restart_penalty_s) * GpusOf(v);
+    return (elapsed - useful + notice_s + options_.restart_penalty_s) * GpusOf(v);
   }
   const int64_t interval = std::max<int64_t>(1, options_.checkpoint_interval_s);
   const int64_t saved = useful / interval * interval;
@@ -509,9 +509,9 @@ int64_t TenantQueue::LostIfPreempted(const Entry& v, int64_t now, int64_t* saved
   return (elapsed - saved + options_.restart_penalty_s) * GpusOf(v);
 }
 
-Status TenantQueue::Evict(Entry& v, int64_t now, QueuePass& pass) {
+Status TenantQueue::Evict(Entry& v, int64_t now, const Job& by, int64_t notice_s, QueuePass& pass) {
   int64_t saved = 0;
-  const int64_t lost = LostIfPreempted(v, now, &saved);
+  const int64_t lost = LostIfPreempted(v, now, notice_s, &saved);
   const int64_t done = static_cast<int64_t>(std::floor(static_cast<double>(saved) / std::max(1e-9, v.stretch)));
   v.remaining_s = std::max<int64_t>(1, v.remaining_s - done);
   v.attained_gpu_s += (now - v.start_s) * GpusOf(v);
@@ -526,7 +526,7 @@ Status TenantQueue::Evict(Entry& v, int64_t now, QueuePass& pass) {
   waiting_.insert(pos, &v);
   ListWaiting(v);
   AddShape(v);
-  pass.preempted.push_back({v.job, lost});
+  pass.preempted.push_back({v.job, lost, &by, notice_s >= 0});
   return Ok();
 }
 
@@ -582,11 +582,12 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
   // can start it (the what-if below would fail on the quota every time).
   if (eligible.empty() || !AdmitsWithout(e, eligible)) return false;
   std::vector<VictimCandidate> cands;
+  const int64_t notice_s = NoticeFor(*e.job);
   for (Entry* vp : eligible) {
     const Placement* held = scheduler_->cluster().FindAllocation(vp->job->id);
     // A job on a drained node is no victim (PlanPreemption skips it too).
     if (held == nullptr || OnCordonedNode(scheduler_->cluster(), *held)) continue;
-    cands.push_back({vp->job, LostIfPreempted(*vp, now, nullptr), vp->tenant, held});
+    cands.push_back({vp->job, LostIfPreempted(*vp, now, notice_s, nullptr), vp->tenant, held});
     cand_entries.push_back(vp);
   }
   if (cands.empty()) return false;
@@ -663,7 +664,7 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     }
     return false;
   }
-  for (auto& [v, p] : saved) TIDAL_RETURN_IF_ERROR(Evict(*v, now, pass));
+  for (auto& [v, p] : saved) TIDAL_RETURN_IF_ERROR(Evict(*v, now, *e.job, notice_s, pass));
   TIDAL_RETURN_IF_ERROR(scheduler_->Bind(*e.job, std::move(*placed)));
   Start(e, *scheduler_->cluster().FindAllocation(e.job->id), now, pass);
   return true;

@@ -39,6 +39,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -161,6 +162,11 @@ class TenantQueue : public WorkQueue {
   // TenantQueueOptions::preempt_checkpoint_s from the next pass on (a driver
   // that knows when preemption comes with notice).
   void set_preempt_checkpoint_s(int64_t s) { options_.preempt_checkpoint_s = s; }
+  // Notice per preemptor: when set, a preemption made for job p gives its
+  // victims notice(p) seconds to checkpoint (< 0: none) instead of
+  // preempt_checkpoint_s (co-location: only the scale-outs the forecast
+  // asked for come with notice; a surprise preempts at once).
+  void set_preempt_notice(std::function<int64_t(const Job& preemptor)> notice) { notice_ = std::move(notice); }
   // Checks the quota usage against the running jobs (tests).
   Status CheckInvariants() const;
 
@@ -222,13 +228,16 @@ class TenantQueue : public WorkQueue {
   bool OthersHoldFloor(const Entry& e) const;
   // Tries to make room for e by preemption; true if e was started.
   Result<bool> TryPreempt(Entry& e, int64_t now, QueuePass& pass);
-  int64_t LostIfPreempted(const Entry& v, int64_t now, int64_t* saved_run_s) const;
-  Status Evict(Entry& v, int64_t now, QueuePass& pass);
+  // notice_s: the checkpoint write the preemptor gives its victims, < 0 none.
+  int64_t LostIfPreempted(const Entry& v, int64_t now, int64_t notice_s, int64_t* saved_run_s) const;
+  Status Evict(Entry& v, int64_t now, const Job& by, int64_t notice_s, QueuePass& pass);
+  int64_t NoticeFor(const Job& preemptor) const { return notice_ ? notice_(preemptor) : options_.preempt_checkpoint_s; }
 
   Scheduler* scheduler_;  // a pointer so that Fork can copy the rest and rebind it
   std::shared_ptr<const tenancy::TenantTree> tree_;
   tenancy::TenantTree usage_;  // the tree with live usage (copy of *tree_)
   TenantQueueOptions options_;
+  std::function<int64_t(const Job&)> notice_;  // set_preempt_notice
   std::optional<tenancy::UsageMeter> meter_;
   std::optional<tenancy::ResourceId> gpu_res_;
   RunTime run_time_;

@@ -316,6 +316,34 @@ TEST(TenantQueue, PreemptionWithNoticeLosesOnlyTheCheckpointWrite) {
   EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 1280}}));
 }
 
+// set_preempt_notice decides per preemptor: the same two reclaims as above,
+// but notice is given only to preemptions made for b1. b1's victim loses
+// the write and restart (1440) and is marked as preempted with notice, by
+// b1; b2's victim (at 6900) loses to its periodic checkpoint (1280), without
+// notice, by b2 — though preempt_checkpoint_s still says 120.
+TEST(TenantQueue, NoticeIsDecidedPerPreemptor) {
+  Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal, [](TenantQueueOptions& o) { o.preempt_checkpoint_s = 120; });
+  const Job& a1 = h.Push("A", 8, 10000, 0);
+  h.Push("A", 8, 10000, 0);
+  h.Schedule(0);
+  const Job& b1 = h.Push("B", 8, 1000, 4000);
+  h.queue->set_preempt_notice([&b1](const Job& p) { return p.id == b1.id ? int64_t{120} : int64_t{-1}; });
+  QueuePass p = h.Schedule(4000);
+  EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 1440}}));
+  ASSERT_EQ(p.preempted.size(), 1u);
+  EXPECT_EQ(p.preempted[0].by, &b1);
+  EXPECT_TRUE(p.preempted[0].notice);
+  h.Finish(b1);
+  p = h.Schedule(5000);
+  EXPECT_EQ(h.Started(p), (Names{a1.name}));
+  const Job& b2 = h.Push("B", 8, 1000, 6900);
+  p = h.Schedule(6900);
+  EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 1280}}));
+  ASSERT_EQ(p.preempted.size(), 1u);
+  EXPECT_EQ(p.preempted[0].by, &b2);
+  EXPECT_FALSE(p.preempted[0].notice);
+}
+
 // org -> A (8), B (8), C (8) on 3 x 8 GPUs.
 //  0: B's b1, b2 (8 each) on n0, n1: B borrows 8.
 //  2000: A's a1 (8) on n2: A exactly at its floor.

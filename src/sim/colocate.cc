@@ -31,6 +31,9 @@ class Run {
   Status Batch(int64_t now, std::vector<const Job*>& arrivals);  // one event batch (tick or not)
   void Integrate(int64_t now);
   void Snapshot(int64_t hour);
+  // Whether a training job waits (the queue's waiting jobs are training
+  // jobs and the replicas not started yet).
+  bool TrainingWaits() const { return queue_->waiting() > static_cast<size_t>(fleets_->waiting()); }
 
   const ColocateConfig& c_;
   ColocatePolicy policy_;
@@ -44,7 +47,8 @@ class Run {
   int64_t t0_ = 0, prev_ = 0;
   double mig_idle_gpu_s_ = 0;
   double alloc_gpu_s_ = 0, training_gpu_s_ = 0, inference_gpu_s_ = 0, lost_gpu_s_ = 0;
-  bool notice_ = false;
+  double idle_gpu_s_ = 0, idle_no_demand_gpu_s_ = 0;
+  bool tick_pass_ = false;  // a minute tick's pass: its scale-outs may preempt with notice
   ColocateRow row_;
 };
 
@@ -104,6 +108,12 @@ void Run::Integrate(int64_t now) {
   alloc_gpu_s_ += in_use * dt;
   mig_idle_gpu_s_ += static_cast<double>(replay_->cluster().mig_idle_compute()) / mig::kComputeSlices * dt;
   inference_gpu_s_ += fleets_->gpus() * dt;
+  // Idle capacity (no job holds it, MIG slices included), and the part of
+  // it while no training job waited: capacity the policy freed that the
+  // workload had nothing to put on.
+  const double idle = static_cast<double>(replay_->cluster().total_gpus()) - in_use;
+  idle_gpu_s_ += idle * dt;
+  if (!TrainingWaits()) idle_no_demand_gpu_s_ += idle * dt;
   training_gpu_s_ += std::max(0.0, in_use - fleets_->gpus()) * dt;
   prev_ = now;
 }
@@ -114,18 +124,18 @@ Status Run::Batch(int64_t now, std::vector<const Job*>& arrivals) {
   std::vector<UnresolvableJob> rejected;
   for (const Job* j : arrivals) TIDAL_RETURN_IF_ERROR(replay_->Arrive(*j, rejected));
   arrivals.clear();
-  queue_->set_preempt_checkpoint_s(notice_ ? c_.checkpoint_write_s : -1);
+  if (tick_pass_) queue_->set_preempt_notice([this](const Job& j) { return fleets_->NoticeFor(j); });
+  else queue_->set_preempt_notice(nullptr);
   const MigCounters before = replay_->cluster().mig_counters();
   TIDAL_ASSIGN_OR_RETURN(QueuePass pass, replay_->Pass(now));
   const MigCounters& after = replay_->cluster().mig_counters();
-  // When a new replica serves: its start, its model load, the victims'
+  // When a new replica serves: its start, its model load, its victims'
   // checkpoint write when it preempted with notice, and a MIG
   // reconfiguration in this pass (charged to every MIG replica of the pass).
-  const bool notice_preempted = notice_ && !pass.preempted.empty();
   for (const PreemptedJob& v : pass.preempted) {
     if (fleets_->Owns(v.job->id)) fleets_->Preempted(v.job->id);
     ++row_.preemptions;
-    row_.preemptions_with_notice += notice_;
+    row_.preemptions_with_notice += v.notice;
     lost_gpu_s_ += static_cast<double>(v.lost_gpu_s);
   }
   for (const Job* j : pass.started) {
@@ -134,7 +144,7 @@ Status Run::Batch(int64_t now, std::vector<const Job*>& arrivals) {
       continue;
     }
     fleets_->Started(*j, now, after.instances_created > before.instances_created, after.mode_changes > before.mode_changes,
-                     notice_preempted);
+                     PreemptedWithNotice(pass, *j));
   }
   TIDAL_RETURN_IF_ERROR(replay_->ReleaseIdleMig());
   return Ok();
@@ -171,15 +181,19 @@ Result<ColocateRow> Run::Go(const std::function<void(const ColocateProgress&)>& 
       const int64_t now = replay_->NextBatch(next_arrival());
       Integrate(now);
       while (next < training_.size() && *training_[next].submit_time_s == now) arrivals.push_back(&training_[next++]);
-      notice_ = false;
+      tick_pass_ = false;
       TIDAL_RETURN_IF_ERROR(Batch(now, arrivals));
     }
     Integrate(tick);
     if (m == minutes) break;
+    if (c_.skip_gaps && next < training_.size() && next_arrival() > tick && !TrainingWaits()) {
+      const int64_t shift = next_arrival() - tick;
+      for (size_t i = next; i < training_.size(); ++i) training_[i].submit_time_s = *training_[i].submit_time_s - shift;
+    }
     if (m % 60 == 0) Snapshot(m / 60);
     std::vector<const Job*> replicas;
     TIDAL_RETURN_IF_ERROR(fleets_->Scale(*replay_, replicas));
-    notice_ = fleets_->notice();
+    tick_pass_ = true;  // the replicas of this tick's scale-out (InferenceFleets::NoticeFor)
     const int64_t now = replay_->NextBatch(tick);
     if (now != tick) return MakeError(ErrorCode::kInternal, "colocate: batch at {} instead of the tick {}", now, tick);
     while (next < training_.size() && *training_[next].submit_time_s == now) arrivals.push_back(&training_[next++]);
@@ -204,6 +218,8 @@ Result<ColocateRow> Run::Go(const std::function<void(const ColocateProgress&)>& 
   row_.lost_gpu_hours = lost_gpu_s_ / 3600.0;
   row_.inference_gpu_hours = inference_gpu_s_ / 3600.0;
   row_.mig_idle_gpu_hours = mig_idle_gpu_s_ / 3600.0;
+  row_.idle_gpu_hours = idle_gpu_s_ / 3600.0;
+  row_.idle_no_training_waiting_gpu_hours = idle_no_demand_gpu_s_ / 3600.0;
   row_.preemptions_per_day = static_cast<double>(row_.preemptions) / days;
   const MigCounters& mc = replay_->cluster().mig_counters();
   row_.mig_reconfigs_per_day = static_cast<double>(mc.instances_created + mc.instances_destroyed + mc.mode_changes) / days;
@@ -233,7 +249,9 @@ Result<ColocateResult> RunColocate(const ColocateConfig& config, const std::func
     // A backlog: the jobs of the first backlog_s are waiting when the run starts.
     for (Job& j : jobs)
       if (*j.submit_time_s < t0 + config.backlog_s) j.submit_time_s = t0;
-    std::erase_if(jobs, [&](const Job& j) { return *j.submit_time_s >= t0 + config.days * 86400; });
+    // With gaps skipped the arrivals move earlier as the run goes: a job
+    // past the window may still arrive in it.
+    if (!config.skip_gaps) std::erase_if(jobs, [&](const Job& j) { return *j.submit_time_s >= t0 + config.days * 86400; });
   }
   r.training_jobs = static_cast<int64_t>(jobs.size());
   for (ColocatePolicy p : config.policies) {

@@ -68,6 +68,11 @@ struct ColocateConfig {
   // The jobs arriving in the first backlog_s (after compression) are all
   // waiting at the start: the fleet starts busy, as a real one is.
   int64_t backlog_s = 0;
+  // Training demand with no gaps: at a minute tick at which no training job
+  // waits, the rest of the trace moves earlier so that its next arrival is
+  // now (the organisation always has training to run; the job sequence and
+  // its spacing are the trace's, only the empty stretches are cut).
+  bool skip_gaps = false;
   int64_t days = 7;
   int64_t checkpoint_interval_s = 1800;
   int64_t restart_penalty_s = 60;
@@ -112,6 +117,10 @@ struct ColocateRow {
   double allocation_rate = 0;
   double inference_gpu_hours = 0;
   double mig_idle_gpu_hours = 0;  // compute slices of GPUs in MIG mode that no job holds
+  double idle_gpu_hours = 0;      // GPU capacity no job holds (MIG slices included)
+  // The part of idle_gpu_hours while no training job waited: capacity the
+  // workload had nothing for (see ColocateConfig::skip_gaps).
+  double idle_no_training_waiting_gpu_hours = 0;
   std::vector<MigHour> mig_hours;
 };
 

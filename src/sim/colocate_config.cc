@@ -4,7 +4,7 @@
 //   name: h100-1024-week
 //   topology: ../topologies/h100-1024-fat-tree.yaml  # the fleet: its hosts are the nodes
 //   services: services.yaml                          # inference/service.h's format
-//   training: {jobs: philly-2017-10-09-2weeks.csv, format: philly, load: 1.0, backlog_s: 86400}
+//   training: {jobs: philly-2017-10-09-2weeks.csv, format: philly, load: 1.0, backlog_s: 86400, gaps: skip}
 //   days: 7
 //   checkpoint: {interval_s: 1800, write_s: 120, restart_penalty_s: 60}
 //   replica: {startup_s: 120, mig_create_s: 15, mig_mode_s: 60}
@@ -152,8 +152,8 @@ Result<ColocateConfig> ReadColocateConfig(const std::string& path) {
       if (!t.IsMap() || !t["jobs"]) return MakeError(ErrorCode::kParse, "{}: 'training:' needs jobs: (a trace)", where(t));
       for (const auto& kv : t) {
         const std::string k = kv.first.as<std::string>();
-        if (k != "jobs" && k != "format" && k != "load" && k != "backlog_s")
-          return MakeError(ErrorCode::kParse, "{}: unknown key training.{} (known: jobs, format, load, backlog_s)", where(kv.first), k);
+        if (k != "jobs" && k != "format" && k != "load" && k != "backlog_s" && k != "gaps")
+          return MakeError(ErrorCode::kParse, "{}: unknown key training.{} (known: jobs, format, load, backlog_s, gaps)", where(kv.first), k);
       }
       const std::string format = t["format"] ? t["format"].as<std::string>() : "auto";
       if (t["load"]) {
@@ -163,6 +163,13 @@ Result<ColocateConfig> ReadColocateConfig(const std::string& path) {
       if (t["backlog_s"]) {
         c.backlog_s = t["backlog_s"].as<int64_t>();
         if (c.backlog_s < 0) return MakeError(ErrorCode::kParse, "{}: training.backlog_s must be >= 0", where(t["backlog_s"]));
+      }
+      if (t["gaps"]) {
+        const std::string g = t["gaps"].as<std::string>();
+        if (g != "keep" && g != "skip")
+          return MakeError(ErrorCode::kParse, "{}: training.gaps is keep (arrivals as the trace has them) or skip (no stretch without a waiting job), not '{}'",
+                           where(t["gaps"]), g);
+        c.skip_gaps = g == "skip";
       }
       TIDAL_ASSIGN_OR_RETURN(Workload w, LoadWorkload("", Resolve(base, t["jobs"].as<std::string>()), format, c.topology.get()));
       c.training = std::move(w.jobs);

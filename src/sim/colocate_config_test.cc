@@ -25,6 +25,7 @@ TEST(ColocateConfig, TheShippedDefaultReads) {
   EXPECT_EQ(c->training.size(), 26936u);
   EXPECT_DOUBLE_EQ(c->load, 1.0);
   EXPECT_EQ(c->backlog_s, 86400);
+  EXPECT_TRUE(c->skip_gaps);
   EXPECT_EQ(c->days, 7);
   EXPECT_EQ(c->checkpoint_write_s, 120);
   EXPECT_EQ(c->mig_create_s, 15);
@@ -95,7 +96,8 @@ TEST(ColocateConfig, BadInputTable) {
       {"error_of", "error_tod_s: 3600=>error_tod_s: 3600, error_of: maximum", "autoscaler.error_of is point or window-max, not 'maximum'"},
       {"margin cap", "error_tod_s: 3600=>error_tod_s: 3600, error_margin_max: 0.5", "autoscaler.error_margin_max must be >= 1"},
       {"lyra hours", "lyra_day_hours: [8, 22]=>lyra_day_hours: [22, 8]", ":18: lyra_day_hours must satisfy 0 <= start < end <= 24"},
-      {"training key", "backlog_s: 86400=>backlog: 86400", "unknown key training.backlog (known: jobs, format, load, backlog_s)"},
+      {"training key", "backlog_s: 86400=>backlog: 86400", "unknown key training.backlog (known: jobs, format, load, backlog_s, gaps)"},
+      {"gaps", "gaps: skip=>gaps: fill", "training.gaps is keep (arrivals as the trace has them) or skip (no stretch without a waiting job), not 'fill'"},
       {"backlog", "backlog_s: 86400=>backlog_s: -1", "training.backlog_s must be >= 0"},
       {"load", "load: 1.0=>load: -1", "training.load must be in [0, 100]"},
       {"no topology", "topology: ../topologies/dgx-h100-superpod.yaml=>", "'topology:' (the fleet) is required"},

@@ -54,6 +54,8 @@ nlohmann::json ColocateJson(const ColocateResult& r) {
                     {"allocation_rate", row.allocation_rate},
                     {"inference_gpu_hours", row.inference_gpu_hours},
                     {"mig_idle_gpu_hours", row.mig_idle_gpu_hours},
+                    {"idle_gpu_hours", row.idle_gpu_hours},
+                    {"idle_no_training_waiting_gpu_hours", row.idle_no_training_waiting_gpu_hours},
                     {"training_jobs_started", row.training_started},
                     {"training_jobs_waiting_at_end", row.training_waiting_at_end},
                     {"preemptions", row.preemptions},
@@ -66,8 +68,8 @@ nlohmann::json ColocateJson(const ColocateResult& r) {
 }
 
 std::string ColocateTable(const ColocateResult& r) {
-  std::string out = fmt::format("{:<9} {:>22} {:>12} {:>10} {:>9} {:>9} {:>10} {:>7}\n", "policy", "SLO minutes met (min)",
-                                "train GPU-h", "queue s", "preempt/d", "lost GPU-h", "MIG ops/d", "alloc");
+  std::string out = fmt::format("{:<9} {:>22} {:>12} {:>10} {:>9} {:>9} {:>10} {:>7} {:>10} {:>12}\n", "policy", "SLO minutes met (min)",
+                                "train GPU-h", "queue s", "preempt/d", "lost GPU-h", "MIG ops/d", "alloc", "idle GPU-h", "no train wait");
   for (const ColocateRow& row : r.rows) {
     double worst = 1;
     std::string per;
@@ -75,9 +77,9 @@ std::string ColocateTable(const ColocateResult& r) {
       worst = std::min(worst, s.slo_minutes_met);
       per += fmt::format(" {}={:.4f}", s.name, s.slo_minutes_met);
     }
-    out += fmt::format("{:<9} {:>22.4f} {:>12.0f} {:>10.0f} {:>9.1f} {:>9.1f} {:>10.1f} {:>6.1f}%   {}\n", row.policy, worst,
-                       row.training_gpu_hours, row.training_queue_delay_s, row.preemptions_per_day, row.lost_gpu_hours,
-                       row.mig_reconfigs_per_day, 100 * row.allocation_rate, per);
+    out += fmt::format("{:<9} {:>22.4f} {:>12.0f} {:>10.0f} {:>9.1f} {:>9.1f} {:>10.1f} {:>6.1f}% {:>10.0f} {:>12.0f}   {}\n", row.policy,
+                       worst, row.training_gpu_hours, row.training_queue_delay_s, row.preemptions_per_day, row.lost_gpu_hours,
+                       row.mig_reconfigs_per_day, 100 * row.allocation_rate, row.idle_gpu_hours, row.idle_no_training_waiting_gpu_hours, per);
   }
   return out;
 }

@@ -70,6 +70,18 @@ const ColocateRow& Row(const ColocateResult& r, const std::string& policy) {
   return r.rows.front();
 }
 
+// Another training job of the hand config's kind.
+Job TrainingJob(JobId id, const std::string& name, int32_t gpus, int64_t duration_s, int64_t submit_s) {
+  Job j = Hand().training[0];
+  j.id = id;
+  j.name = name;
+  j.num_gpu = gpus;
+  j.single_node = gpus <= 8;
+  j.duration_s = duration_s;
+  j.submit_time_s = submit_s;
+  return j;
+}
+
 class ColocateHand : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -254,13 +266,7 @@ TEST(ColocateArrivals, JobsArriveAtTheirOwnSecond) {
   ColocateConfig c = Hand();
   c.services[0].demand.rate.assign(1440, 0.0);
   c.training.resize(1);
-  Job late = c.training[0];
-  late.id = 2;
-  late.name = "late";
-  late.num_gpu = 1;
-  late.submit_time_s = kT0 + 90;
-  late.duration_s = 1000;
-  c.training.push_back(late);
+  c.training.push_back(TrainingJob(2, "late", 1, 1000, kT0 + 90));
   c.policies = {ColocatePolicy::kStatic};
   c.days = 1;
   auto r = RunColocate(c);
@@ -269,6 +275,81 @@ TEST(ColocateArrivals, JobsArriveAtTheirOwnSecond) {
   EXPECT_DOUBLE_EQ(r->rows[0].training_queue_delay_s, 0.0);
   // 8 GPUs for the day, 1 GPU for 1000 s.
   EXPECT_DOUBLE_EQ(r->rows[0].training_gpu_hours, 8 * 24 + 1000 / 3600.0);
+}
+
+}  // namespace
+}  // namespace tidal::sim
+
+namespace tidal::sim {
+namespace {
+
+// ColocateConfig::skip_gaps on the hand fleet (16 GPUs, no inference
+// demand, one day): job 1 (8 GPUs, 1000 s) at 0, job 2 (16 GPUs, 1000 s)
+// at 10000, job 3 (1 GPU, 100 s) at 100000 — past the day.
+// Gaps kept: job 2 starts on arrival, job 3 never arrives, nothing ever
+// waits, so all idle time is idle with no training waiting.
+// Gaps skipped: at the 60 s tick nothing waits, so the trace moves 9940 s
+// earlier: job 2 arrives at 60 and waits for job 1's 8 GPUs until 1000
+// (940 s, 8 GPUs idle meanwhile with training waiting); no move while it
+// waits (job 3 would backfill then); at the 1020 tick nothing waits again:
+// job 3 arrives at 1020 and waits for job 2 until 2000 (980 s, nothing idle).
+TEST(ColocateGaps, SkippedGapsBringTheNextArrivalForward) {
+  ColocateConfig c = Hand();
+  c.services[0].demand.rate.assign(1440, 0.0);
+  c.training = {TrainingJob(1, "first", 8, 1000, kT0), TrainingJob(2, "big", 16, 1000, kT0 + 10000),
+                TrainingJob(3, "small", 1, 100, kT0 + 100000)};
+  c.policies = {ColocatePolicy::kStatic};
+  c.days = 1;
+  for (const bool skip : {false, true}) {
+    SCOPED_TRACE(skip ? "skip" : "keep");
+    c.skip_gaps = skip;
+    auto r = RunColocate(c);
+    ASSERT_TRUE(r) << r.error().message;
+    const ColocateRow& row = r->rows[0];
+    const double work = 8 * 1000 + 16 * 1000 + (skip ? 100 : 0);
+    const double idle_s = 16.0 * 86400 - work;
+    EXPECT_EQ(row.training_started, skip ? 3 : 2);
+    EXPECT_DOUBLE_EQ(row.training_gpu_hours, work / 3600);
+    EXPECT_DOUBLE_EQ(row.idle_gpu_hours, idle_s / 3600);
+    EXPECT_DOUBLE_EQ(row.training_queue_delay_s, skip ? (0 + 940 + 980) / 3.0 : 0.0);
+    EXPECT_DOUBLE_EQ(row.idle_no_training_waiting_gpu_hours, (idle_s - (skip ? 8 * 940 : 0)) / 3600);
+  }
+}
+
+}  // namespace
+}  // namespace tidal::sim
+
+namespace tidal::sim {
+namespace {
+
+// The ladder per replica: the hand fleet, tidal, plus a second service,
+// "spike" (TP2, 10 rps a replica, no minimum), idle but for 20 rps on day 2
+// from 11:30 to 12:00 — a surprise no forecast saw. At the 11:31 tick of
+// day 2 both scale out in one pass: "big" for noon from the forecast, with
+// notice (one training job goes, as in
+// TidalScalesOutAheadWithNoticeOnceItHasADayOfHistory), and spike, which
+// has seen 11:30, by preempting the other training job at once: its victim
+// gets no notice, and its replicas do not wait for big's victim's
+// checkpoint write. They serve from 11:33 (start-up 120 s): 11:30, 11:31
+// and 11:32 are missed (5 minutes if they waited for a write).
+TEST(ColocateLadder, ASurpriseInOneServicePreemptsAtOnceWhileAnotherScalesOutWithNotice) {
+  ColocateConfig c = Hand();
+  inference::Service spike = c.services[0];
+  spike.name = "spike";
+  spike.demand.name = "spike";
+  spike.demand.rate.assign(2 * 1440, 0.0);
+  for (int m = 1440 + 11 * 60 + 30; m < 1440 + 12 * 60; ++m) spike.demand.rate[static_cast<size_t>(m)] = 20;
+  c.services[0].demand.rate.resize(2 * 1440);
+  for (int m = 0; m < 1440; ++m) c.services[0].demand.rate[static_cast<size_t>(1440 + m)] = c.services[0].demand.rate[static_cast<size_t>(m)];
+  c.services.push_back(spike);
+  c.policies = {ColocatePolicy::kTidal};
+  auto r = RunColocate(c);
+  ASSERT_TRUE(r) << r.error().message;
+  const ColocateRow& t = r->rows[0];
+  EXPECT_EQ(t.services[0].missed_by_day, (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(t.services[1].missed_by_day, (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(t.preemptions, 3);
+  EXPECT_EQ(t.preemptions_with_notice, 1);
 }
 
 }  // namespace

@@ -210,14 +210,13 @@ Result<bool> InferenceFleets::Scale(Replay& replay, std::vector<const Job*>& arr
   bool changed = false;
   const int64_t now = next_tick();
   const int64_t offset_s = now - t0_;
-  bool forecast_driven = false;
   for (size_t i = 0; i < fleets_.size(); ++i) {
     Fleet& f = fleets_[i];
     int target = 0;
     if (f.scaled) {
       TIDAL_ASSIGN_OR_RETURN(const ScalingTargets::Minute m, options_.targets->At(i, minute_));
       target = m.target;
-      forecast_driven = forecast_driven || m.forecast_driven;
+      f.forecast_driven = m.forecast_driven;
     } else {
       target = IsDay(offset_s) ? f.fixed_day : f.fixed_night;
     }
@@ -257,10 +256,17 @@ Result<bool> InferenceFleets::Scale(Replay& replay, std::vector<const Job*>& arr
       f.running.resize(w);
     }
   }
-  // The ladder: a scale-out the forecast asked for preempts with notice;
-  // one the observed demand forces (a surprise) preempts at once.
-  notice_ = options_.notice && forecast_driven;
   return changed;
+}
+
+int64_t InferenceFleets::NoticeFor(const Job& preemptor) const {
+  if (!options_.notice) return -1;
+  const auto it = fleet_of_.find(preemptor.id);
+  return it != fleet_of_.end() && fleets_[it->second].forecast_driven ? options_.checkpoint_write_s : -1;
+}
+
+bool PreemptedWithNotice(const QueuePass& pass, const Job& started) {
+  return std::any_of(pass.preempted.begin(), pass.preempted.end(), [&](const PreemptedJob& p) { return p.by == &started && p.notice; });
 }
 
 void InferenceFleets::Started(const Job& replica, int64_t now, bool mig_created, bool mig_mode_changed, bool notice_preempted) {

@@ -26,6 +26,7 @@
 #include "common/result.h"
 #include "inference/forecast.h"
 #include "inference/service.h"
+#include "scheduler/queue.h"
 #include "workload/job.h"
 
 namespace YAML {
@@ -158,15 +159,17 @@ class InferenceFleets {
   // end now (their finishes come in the replay's FinishesAt(tick)). Whether
   // any replica arrived or ended.
   Result<bool> Scale(Replay& replay, std::vector<const Job*>& arrived);
-  // Whether the last Scale's scale-outs preempt with notice.
-  bool notice() const { return notice_; }
-  // The seconds a preemption with notice costs its victims (their checkpoint
-  // write), -1 without notice: TenantQueue::set_preempt_checkpoint_s.
-  int64_t preempt_checkpoint_s() const { return notice_ ? options_.checkpoint_write_s : -1; }
+  // The ladder, per replica: a scale-out the forecast asked for (its
+  // service's target at the last Scale came from the forecast) gives the
+  // jobs it preempts notice — the seconds of their checkpoint write; one
+  // the observed demand forced (a surprise), and any job not a replica,
+  // -1: preempt at once (TenantQueue::set_preempt_notice).
+  int64_t NoticeFor(const Job& preemptor) const;
   bool Owns(JobId id) const { return fleet_of_.contains(id); }
   // A replica started at `now` in a pass that created MIG instances /
-  // changed a GPU's mode / preempted with notice (each adds its delay before
-  // it serves: the reconfiguration, the victims' checkpoint write).
+  // changed a GPU's mode, and that preempted jobs with notice to make its
+  // room (each adds its delay before it serves: the reconfiguration, the
+  // victims' checkpoint write).
   void Started(const Job& replica, int64_t now, bool mig_created, bool mig_mode_changed, bool notice_preempted);
   // A running replica was preempted: it waits again.
   void Preempted(JobId replica);
@@ -190,6 +193,7 @@ class InferenceFleets {
     std::vector<RunningReplica> running;  // in start order
     int64_t waiting = 0;
     bool scaled = false;  // follows options_.targets
+    bool forecast_driven = false;  // its target at the last Scale came from the forecast
     int fixed_day = 0, fixed_night = 0, peak = 0;
     int64_t met = 0, minutes = 0;
     std::vector<int64_t> missed_by_day;
@@ -205,7 +209,9 @@ class InferenceFleets {
   std::unordered_map<JobId, size_t> fleet_of_;
   int64_t t0_ = 0, minute_ = 0;
   double gpus_ = 0;
-  bool notice_ = false;
 };
+
+// Whether a pass's evictions made room for `started` with notice.
+bool PreemptedWithNotice(const QueuePass& pass, const Job& started);
 
 }  // namespace tidal::sim

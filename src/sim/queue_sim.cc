@@ -575,7 +575,10 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     if (guarantees)
       for (const Job* j : replicas_arrived) guarantees->Waiting(*j, +1);
     // A scale-out the forecast asked for preempts with notice.
-    if (fleets && tenant_queue) tenant_queue->set_preempt_checkpoint_s(ticked ? fleets->preempt_checkpoint_s() : -1);
+    if (fleets && tenant_queue) {
+      if (ticked) tenant_queue->set_preempt_notice([&fleets](const Job& j) { return fleets->NoticeFor(j); });
+      else tenant_queue->set_preempt_notice(nullptr);
+    }
     const MigCounters mig_before = c.mig_counters();
 
     TIDAL_ASSIGN_OR_RETURN(QueuePass pass, replay->Pass(now));
@@ -646,7 +649,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       if (fleets && fleets->Owns(j->id)) {
         const MigCounters& m = c.mig_counters();
         fleets->Started(*j, now, m.instances_created > mig_before.instances_created, m.mode_changes > mig_before.mode_changes,
-                        ticked && fleets->notice() && !pass.preempted.empty());
+                        PreemptedWithNotice(pass, *j));
         continue;
       }
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
