@@ -39,6 +39,22 @@ TEST(ColocateConfig, TheShippedDefaultReads) {
 // One day of the shipped default on the real traces and fleet: static never
 // preempts and meets every minute; every policy's GPU time adds up; the
 // outputs carry the keys and the MIG layout plot.
+// The 14-day variant reads ServeGen and Philly from ../shared (its paths are
+// relative to the file, so they hold on any clone beside shared/).
+TEST(ColocateConfig, TheFourteenDayVariantReads) {
+  if (!fs::exists(std::string(TIDAL_SHARED_DIR) + "/traces/philly/pollux_philly_jobs.csv"))
+    GTEST_SKIP() << "no Philly trace under " << TIDAL_SHARED_DIR;
+  auto c = ReadColocateConfig(kData + "/servegen-14d/config.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->days, 14);
+  ASSERT_EQ(c->services.size(), 1u);
+  EXPECT_EQ(c->services[0].name, "chat");
+  EXPECT_EQ(c->services[0].demand.rate.size(), 2016u);  // 14 days of 10-minute windows
+  EXPECT_EQ(c->training.size(), 82247u);
+  EXPECT_DOUBLE_EQ(c->load, 0.6);
+  EXPECT_TRUE(c->skip_gaps);
+}
+
 TEST(ColocateConfig, OneRealDay) {
   auto c = ReadColocateConfig(kData + "/default.yaml");
   ASSERT_TRUE(c) << c.error().message;
