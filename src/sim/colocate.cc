@@ -232,8 +232,7 @@ Result<ColocateRow> Run::Go(const std::function<void(const ColocateProgress&)>& 
 Result<ColocateResult> RunColocate(const ColocateConfig& config, const std::function<void(const ColocateProgress&)>& progress) {
   if (config.days <= 0 || config.days > 366) return MakeError(ErrorCode::kInvalidArgument, "colocate: days must be in [1, 366]");
   if (config.services.empty()) return MakeError(ErrorCode::kInvalidArgument, "colocate: no inference services");
-  if (config.day_start_hour < 0 || config.day_end_hour > 24 || config.day_start_hour >= config.day_end_hour)
-    return MakeError(ErrorCode::kInvalidArgument, "colocate: day hours must satisfy 0 <= start < end <= 24");
+  // The day hours are checked where they are used (InferenceFleets::Make).
   std::vector<Job> jobs = config.training;
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return *a.submit_time_s < *b.submit_time_s; });
   int64_t gpus = 0;

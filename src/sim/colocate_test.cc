@@ -7,6 +7,7 @@
 #include "sim/colocate.h"
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -350,6 +351,74 @@ TEST(ColocateLadder, ASurpriseInOneServicePreemptsAtOnceWhileAnotherScalesOutWit
   EXPECT_EQ(t.services[1].missed_by_day, (std::vector<int64_t>{0, 3}));
   EXPECT_EQ(t.preemptions, 3);
   EXPECT_EQ(t.preemptions_with_notice, 1);
+}
+
+}  // namespace
+}  // namespace tidal::sim
+
+namespace tidal::sim {
+namespace {
+
+// A partial scale-in ends only the replicas the target no longer needs:
+// reactive, demand 40 rps (4 replicas) from 12:00 and 20 rps (2) from 18:00.
+// The two that go end after the cool-down; the two that stay keep serving,
+// so the day misses only the three minutes of the noon rise (ending all
+// four and starting two again would miss the minutes of their start-up).
+TEST(ColocateScaleIn, APartialScaleInKeepsTheReplicasStillNeeded) {
+  ColocateConfig c = Hand();
+  for (int m = 1080; m < 1440; ++m) c.services[0].demand.rate[static_cast<size_t>(m)] = 20;
+  c.policies = {ColocatePolicy::kReactive};
+  c.days = 1;
+  auto r = RunColocate(c);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->rows[0].services[0].missed_by_day, (std::vector<int64_t>{3}));
+  EXPECT_EQ(r->rows[0].services[0].max_replicas, 4);
+  EXPECT_LT(r->rows[0].services[0].mean_replicas, 4 * 720 / 1440.0);  // two ended before midnight
+}
+
+// backlog_s: the jobs submitted within the first backlog_s are all waiting
+// at the start (submit moved to the first job's); one exactly backlog_s
+// after it is not. The hand fleet, no inference: two 16-GPU jobs of 1000 s
+// at 0 and 999 (backlog 999: at 999 is not within it) run one after the
+// other: the second waits 1000 - 999 = 1 s. With backlog 1000 both are at
+// 0 and the second waits 1000 s.
+TEST(ColocateBacklog, JobsWithinTheBacklogWaitAtTheStart) {
+  ColocateConfig c = Hand();
+  c.services[0].demand.rate.assign(1440, 0.0);
+  c.training = {TrainingJob(1, "a", 16, 1000, kT0), TrainingJob(2, "b", 16, 1000, kT0 + 999)};
+  c.policies = {ColocatePolicy::kStatic};
+  c.days = 1;
+  for (const int64_t backlog : {999, 1000}) {
+    SCOPED_TRACE(backlog);
+    c.backlog_s = backlog;
+    auto r = RunColocate(c);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_DOUBLE_EQ(r->rows[0].training_queue_delay_s, backlog == 999 ? 0.5 : 500.0);
+  }
+}
+
+// RunColocate checks what a config file would have refused.
+TEST(ColocateBadInput, RunSaysWhat) {
+  struct Case {
+    const char* name;
+    std::function<void(ColocateConfig&)> edit;
+    const char* error;
+  };
+  const std::vector<Case> cases = {
+      {"days 0", [](ColocateConfig& c) { c.days = 0; }, "days must be in [1, 366]"},
+      {"days 367", [](ColocateConfig& c) { c.days = 367; }, "days must be in [1, 366]"},
+      {"no services", [](ColocateConfig& c) { c.services.clear(); }, "no inference services"},
+      {"start < 0", [](ColocateConfig& c) { c.day_start_hour = -1; }, "day hours must satisfy"},
+      {"end > 24", [](ColocateConfig& c) { c.day_end_hour = 25; }, "day hours must satisfy"},
+      {"start >= end", [](ColocateConfig& c) { c.day_start_hour = c.day_end_hour; }, "day hours must satisfy"},
+  };
+  for (const Case& k : cases) {
+    ColocateConfig c = Hand();
+    k.edit(c);
+    auto r = RunColocate(c);
+    ASSERT_FALSE(r) << k.name;
+    EXPECT_NE(r.error().message.find(k.error), std::string::npos) << k.name << ": " << r.error().message;
+  }
 }
 
 }  // namespace
