@@ -320,11 +320,12 @@ TEST(TenantQueue, PreemptionWithNoticeLosesOnlyTheCheckpointWrite) {
 // but notice is given only to preemptions made for b1. b1's victim loses
 // the write and restart (1440) and is marked as preempted with notice, by
 // b1; b2's victim (at 6900) loses to its periodic checkpoint (1280), without
-// notice, by b2 — though preempt_checkpoint_s still says 120.
+// notice, by b2 — though preempt_checkpoint_s still says 120. Then b3
+// with a notice of 0 s (below).
 TEST(TenantQueue, NoticeIsDecidedPerPreemptor) {
   Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal, [](TenantQueueOptions& o) { o.preempt_checkpoint_s = 120; });
   const Job& a1 = h.Push("A", 8, 10000, 0);
-  h.Push("A", 8, 10000, 0);
+  const Job& a2 = h.Push("A", 8, 10000, 0);
   h.Schedule(0);
   const Job& b1 = h.Push("B", 8, 1000, 4000);
   h.queue->set_preempt_notice([&b1](const Job& p) { return p.id == b1.id ? int64_t{120} : int64_t{-1}; });
@@ -342,6 +343,19 @@ TEST(TenantQueue, NoticeIsDecidedPerPreemptor) {
   ASSERT_EQ(p.preempted.size(), 1u);
   EXPECT_EQ(p.preempted[0].by, &b2);
   EXPECT_FALSE(p.preempted[0].notice);
+  // A notice of 0 s is notice (an instant checkpoint). a1 resumes at 8000;
+  // at 8500 b3 reclaims with it: a1 (restarted, 440 s useful of 500) would
+  // lose (60 + 0 + 60) x 8 = 960, a2 (never restarted) (0 + 0 + 60) x 8 = 480.
+  h.Finish(b2);
+  p = h.Schedule(8000);
+  EXPECT_EQ(h.Started(p), (Names{a1.name}));
+  const Job& b3 = h.Push("B", 8, 1000, 8500);
+  h.queue->set_preempt_notice([](const Job&) { return int64_t{0}; });
+  p = h.Schedule(8500);
+  EXPECT_EQ(h.Preempted(p), (Lost{{a2.name, 480}}));
+  ASSERT_EQ(p.preempted.size(), 1u);
+  EXPECT_EQ(p.preempted[0].by, &b3);
+  EXPECT_TRUE(p.preempted[0].notice);
 }
 
 // org -> A (8), B (8), C (8) on 3 x 8 GPUs.
