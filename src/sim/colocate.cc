@@ -126,12 +126,13 @@ Status Run::Batch(int64_t now, std::vector<const Job*>& arrivals) {
   arrivals.clear();
   if (tick_pass_) queue_->set_preempt_notice([this](const Job& j) { return fleets_->NoticeFor(j); });
   else queue_->set_preempt_notice(nullptr);
-  const MigCounters before = replay_->cluster().mig_counters();
+  // The MIG instances before the pass, when a replica may start in it.
+  std::optional<MigBefore> mig_before;
+  if (fleets_->waiting() > 0) mig_before.emplace(replay_->cluster());
   TIDAL_ASSIGN_OR_RETURN(QueuePass pass, replay_->Pass(now));
-  const MigCounters& after = replay_->cluster().mig_counters();
   // When a new replica serves: its start, its model load, its victims'
-  // checkpoint write when it preempted with notice, and a MIG
-  // reconfiguration in this pass (charged to every MIG replica of the pass).
+  // checkpoint write when it preempted with notice, and the MIG
+  // reconfiguration the pass made for it.
   for (const PreemptedJob& v : pass.preempted) {
     if (fleets_->Owns(v.job->id)) fleets_->Preempted(v.job->id);
     ++row_.preemptions;
@@ -143,8 +144,7 @@ Status Run::Batch(int64_t now, std::vector<const Job*>& arrivals) {
       first_start_.try_emplace(j->id, now);
       continue;
     }
-    fleets_->Started(*j, now, after.instances_created > before.instances_created, after.mode_changes > before.mode_changes,
-                     PreemptedWithNotice(pass, *j));
+    fleets_->Started(*j, now, mig_before ? mig_before->Of(replay_->cluster(), j->id) : MigReconfigured{}, PreemptedWithNotice(pass, *j));
   }
   TIDAL_RETURN_IF_ERROR(replay_->ReleaseIdleMig());
   return Ok();

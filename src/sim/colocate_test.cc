@@ -423,3 +423,44 @@ TEST(ColocateBadInput, RunSaysWhat) {
 
 }  // namespace
 }  // namespace tidal::sim
+
+namespace tidal::sim {
+namespace {
+
+// MigBefore: what a pass reconfigured for each replica, not for the pass as
+// a whole. Before the "pass", n0's GPU 0 is in MIG mode with job 1 on 3g@0
+// and a free 1g instance at 6 (its job ended). In the pass: job 2 takes the
+// free 1g@6 (nothing reconfigured for it), job 3 a new 2g@4 on GPU 0
+// (created), job 4 1g@0 on GPU 1, which was not in MIG mode (mode changed),
+// job 5 two whole GPUs of n1 (no MIG), and job 6 nothing (not bound).
+TEST(MigBefore, TellsEachReplicaWhatThePassReconfiguredForIt) {
+  ClusterState c = *ClusterState::Build({{"n0", 64000, 1 << 20, 2, "H100"}, {"n1", 64000, 1 << 20, 8, "H100"}});
+  const mig::Geometry& g = *mig::FindGeometry("H100");
+  auto mig = [&](int32_t gpu, const char* p, int32_t start) {
+    NodeAssignment a;
+    a.node = 0;
+    a.mig = {{gpu, g.FindProfile(p), start}};
+    return Placement{{a}};
+  };
+  ASSERT_TRUE(c.Bind(1, mig(0, "3g.40gb", 0)));
+  ASSERT_TRUE(c.Bind(9, mig(0, "1g.10gb", 6)));
+  ASSERT_TRUE(c.Unbind(9));
+  const MigBefore before(c);
+  ASSERT_TRUE(c.Bind(2, mig(0, "1g.10gb", 6)));
+  ASSERT_TRUE(c.Bind(3, mig(0, "2g.20gb", 4)));
+  ASSERT_TRUE(c.Bind(4, mig(1, "1g.10gb", 0)));
+  ASSERT_TRUE(c.Bind(5, Placement{{{1, 0, 0, {0, 1}, {1000, 1000}}}}));
+  auto of = [&](JobId j) {
+    const MigReconfigured r = before.Of(c, j);
+    return std::pair{r.created, r.mode_changed};
+  };
+  EXPECT_EQ(of(1), std::pair(false, false));
+  EXPECT_EQ(of(2), std::pair(false, false));
+  EXPECT_EQ(of(3), std::pair(true, false));
+  EXPECT_EQ(of(4), std::pair(true, true));
+  EXPECT_EQ(of(5), std::pair(false, false));
+  EXPECT_EQ(of(6), std::pair(false, false));
+}
+
+}  // namespace
+}  // namespace tidal::sim

@@ -265,16 +265,46 @@ int64_t InferenceFleets::NoticeFor(const Job& preemptor) const {
   return it != fleet_of_.end() && fleets_[it->second].forecast_driven ? options_.checkpoint_write_s : -1;
 }
 
+MigBefore::MigBefore(const ClusterState& c) {
+  if (c.mig_gpus() == 0) return;
+  for (NodeId n = 0; n < c.num_nodes(); ++n) {
+    if (c.mig_gpus(n) == 0) continue;
+    for (int32_t g = 0; g < c.gpu_count(n); ++g) {
+      const MigDevice* d = c.mig_device(n, g);
+      if (!d) continue;
+      std::vector<MigSlice>& v = instances_[static_cast<int64_t>(n) * 1024 + g];
+      for (const mig::Instance& i : d->layout.instances) v.push_back({g, i.profile, i.start});
+    }
+  }
+}
+
+MigReconfigured MigBefore::Of(const ClusterState& after, JobId replica) const {
+  const Placement* p = after.FindAllocation(replica);
+  if (!p) return {};
+  MigReconfigured r;
+  for (const NodeAssignment& a : p->assignments) {
+    for (const MigSlice& m : a.mig) {
+      const auto it = instances_.find(static_cast<int64_t>(a.node) * 1024 + m.gpu);
+      if (it == instances_.end()) {
+        r.mode_changed = r.created = true;
+      } else if (std::find(it->second.begin(), it->second.end(), m) == it->second.end()) {
+        r.created = true;
+      }
+    }
+  }
+  return r;
+}
+
 bool PreemptedWithNotice(const QueuePass& pass, const Job& started) {
   return std::any_of(pass.preempted.begin(), pass.preempted.end(), [&](const PreemptedJob& p) { return p.by == &started && p.notice; });
 }
 
-void InferenceFleets::Started(const Job& replica, int64_t now, bool mig_created, bool mig_mode_changed, bool notice_preempted) {
+void InferenceFleets::Started(const Job& replica, int64_t now, MigReconfigured mig, bool notice_preempted) {
   Fleet& f = fleets_[fleet_of_.at(replica.id)];
   --f.waiting;
   int64_t delay = options_.startup_s;
   if (notice_preempted) delay += options_.checkpoint_write_s;
-  if (replica.IsMig()) delay += mig_mode_changed ? options_.mig_mode_s : mig_created ? options_.mig_create_s : 0;
+  if (replica.IsMig()) delay += mig.mode_changed ? options_.mig_mode_s : mig.created ? options_.mig_create_s : 0;
   // The fleet exists before the run: replicas placed at its start serve at once.
   f.running.push_back({replica.id, now == t0_ ? now : now + delay});
   gpus_ += f.gpus_per_replica;

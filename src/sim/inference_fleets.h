@@ -142,6 +142,12 @@ std::vector<size_t> ChooseScaleInVictims(const std::vector<RunningReplica>& runn
 // one node, one GPU, or a MIG instance of the fleet's GPU model.
 Result<Job> ReplicaShape(const inference::Service& s, const ClusterState& cluster, int64_t horizon_s);
 
+// What a pass reconfigured for one replica (MigBefore::Of).
+struct MigReconfigured {
+  bool created = false;       // its MIG instance did not exist before
+  bool mode_changed = false;  // its GPU was not in MIG mode before
+};
+
 class InferenceFleets {
  public:
   // Replica ids start here; the workload's own ids must stay below.
@@ -166,11 +172,11 @@ class InferenceFleets {
   // -1: preempt at once (TenantQueue::set_preempt_notice).
   int64_t NoticeFor(const Job& preemptor) const;
   bool Owns(JobId id) const { return fleet_of_.contains(id); }
-  // A replica started at `now` in a pass that created MIG instances /
-  // changed a GPU's mode, and that preempted jobs with notice to make its
-  // room (each adds its delay before it serves: the reconfiguration, the
-  // victims' checkpoint write).
-  void Started(const Job& replica, int64_t now, bool mig_created, bool mig_mode_changed, bool notice_preempted);
+  // A replica started at `now`: what the pass reconfigured for it (its MIG
+  // instance created, its GPU put into MIG mode: MigBefore::Of) and whether
+  // it preempted jobs with notice to make its room; each adds its delay
+  // before it serves (the reconfiguration, the victims' checkpoint write).
+  void Started(const Job& replica, int64_t now, MigReconfigured mig, bool notice_preempted);
   // A running replica was preempted: it waits again.
   void Preempted(JobId replica);
   // The SLO of the minute starting at next_tick() (replicas serving by its
@@ -213,5 +219,20 @@ class InferenceFleets {
 
 // Whether a pass's evictions made room for `started` with notice.
 bool PreemptedWithNotice(const QueuePass& pass, const Job& started);
+
+// The MIG instances of a cluster before a pass, to tell per started MIG
+// replica what the pass reconfigured for it: its instance was created (it
+// was not there before), or its GPU entered MIG mode (it was not in MIG mode
+// before). Only the replica's own GPU counts, not the pass's other work.
+class MigBefore {
+ public:
+  explicit MigBefore(const ClusterState& c);
+  // For `replica`, bound in `after` (the same cluster after the pass); both
+  // false for a replica that holds no MIG instance.
+  MigReconfigured Of(const ClusterState& after, JobId replica) const;
+
+ private:
+  std::unordered_map<int64_t, std::vector<MigSlice>> instances_;  // by node * 1024 + gpu: devices in MIG mode
+};
 
 }  // namespace tidal::sim

@@ -579,7 +579,8 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       if (ticked) tenant_queue->set_preempt_notice([&fleets](const Job& j) { return fleets->NoticeFor(j); });
       else tenant_queue->set_preempt_notice(nullptr);
     }
-    const MigCounters mig_before = c.mig_counters();
+    std::optional<MigBefore> mig_before;  // when a replica may start in this pass
+    if (fleets && fleets->waiting() > 0) mig_before.emplace(c);
 
     TIDAL_ASSIGN_OR_RETURN(QueuePass pass, replay->Pass(now));
     stops.clear();
@@ -647,9 +648,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
         guarantees->Running(*j, +1);
       }
       if (fleets && fleets->Owns(j->id)) {
-        const MigCounters& m = c.mig_counters();
-        fleets->Started(*j, now, m.instances_created > mig_before.instances_created, m.mode_changes > mig_before.mode_changes,
-                        PreemptedWithNotice(pass, *j));
+        fleets->Started(*j, now, mig_before ? mig_before->Of(c, j->id) : MigReconfigured{}, PreemptedWithNotice(pass, *j));
         continue;
       }
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
