@@ -181,22 +181,23 @@ TEST_F(ColocateHand, SameInputSameOutput) {
 namespace tidal::sim {
 namespace {
 
+// A placement on one H100 MIG instance of node 0.
+Placement MigOnN0(int32_t gpu, const char* profile, int32_t start) {
+  NodeAssignment a;
+  a.node = 0;
+  a.mig = {{gpu, mig::FindGeometry("H100")->FindProfile(profile), start}};
+  return Placement{{a}};
+}
+
 // ChooseScaleInVictim on a hand-made state: n0 has two H100 in MIG mode —
 // GPU 0 holds job 1 (3g@0) and job 2 (2g@4), 5 busy slices; GPU 1 holds job 3
 // (1g@6), 1 busy slice. Whole-GPU replicas: job 4 (2 GPUs) on n1, which has 6
 // free; job 5 (2 GPUs) on n2, which has 2 free (a training job holds 4).
 TEST(ScaleIn, NotServingFirstThenNewestOrEmptiest) {
   ClusterState c = *ClusterState::Build({{"n0", 64000, 1 << 20, 2, "H100"}, {"n1", 64000, 1 << 20, 8, "H100"}, {"n2", 64000, 1 << 20, 8, "H100"}});
-  const mig::Geometry& g = *mig::FindGeometry("H100");
-  auto mig = [&](int32_t gpu, const char* p, int32_t start) {
-    NodeAssignment a;
-    a.node = 0;
-    a.mig = {{gpu, g.FindProfile(p), start}};
-    return Placement{{a}};
-  };
-  ASSERT_TRUE(c.Bind(1, mig(0, "3g.40gb", 0)));
-  ASSERT_TRUE(c.Bind(2, mig(0, "2g.20gb", 4)));
-  ASSERT_TRUE(c.Bind(3, mig(1, "1g.10gb", 6)));
+  ASSERT_TRUE(c.Bind(1, MigOnN0(0, "3g.40gb", 0)));
+  ASSERT_TRUE(c.Bind(2, MigOnN0(0, "2g.20gb", 4)));
+  ASSERT_TRUE(c.Bind(3, MigOnN0(1, "1g.10gb", 6)));
   ASSERT_TRUE(c.Bind(4, Placement{{{1, 0, 0, {0, 1}, {1000, 1000}}}}));
   ASSERT_TRUE(c.Bind(5, Placement{{{2, 0, 0, {0, 1}, {1000, 1000}}}}));
   ASSERT_TRUE(c.Bind(6, Placement{{{2, 0, 0, {2, 3, 4, 5}, {1000, 1000, 1000, 1000}}}}));
@@ -435,20 +436,13 @@ namespace {
 // job 5 two whole GPUs of n1 (no MIG), and job 6 nothing (not bound).
 TEST(MigBefore, TellsEachReplicaWhatThePassReconfiguredForIt) {
   ClusterState c = *ClusterState::Build({{"n0", 64000, 1 << 20, 2, "H100"}, {"n1", 64000, 1 << 20, 8, "H100"}});
-  const mig::Geometry& g = *mig::FindGeometry("H100");
-  auto mig = [&](int32_t gpu, const char* p, int32_t start) {
-    NodeAssignment a;
-    a.node = 0;
-    a.mig = {{gpu, g.FindProfile(p), start}};
-    return Placement{{a}};
-  };
-  ASSERT_TRUE(c.Bind(1, mig(0, "3g.40gb", 0)));
-  ASSERT_TRUE(c.Bind(9, mig(0, "1g.10gb", 6)));
+  ASSERT_TRUE(c.Bind(1, MigOnN0(0, "3g.40gb", 0)));
+  ASSERT_TRUE(c.Bind(9, MigOnN0(0, "1g.10gb", 6)));
   ASSERT_TRUE(c.Unbind(9));
   const MigBefore before(c);
-  ASSERT_TRUE(c.Bind(2, mig(0, "1g.10gb", 6)));
-  ASSERT_TRUE(c.Bind(3, mig(0, "2g.20gb", 4)));
-  ASSERT_TRUE(c.Bind(4, mig(1, "1g.10gb", 0)));
+  ASSERT_TRUE(c.Bind(2, MigOnN0(0, "1g.10gb", 6)));
+  ASSERT_TRUE(c.Bind(3, MigOnN0(0, "2g.20gb", 4)));
+  ASSERT_TRUE(c.Bind(4, MigOnN0(1, "1g.10gb", 0)));
   ASSERT_TRUE(c.Bind(5, Placement{{{1, 0, 0, {0, 1}, {1000, 1000}}}}));
   auto of = [&](JobId j) {
     const MigReconfigured r = before.Of(c, j);
