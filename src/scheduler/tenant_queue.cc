@@ -301,8 +301,10 @@ Status TenantQueue::SetTree(std::shared_ptr<const tenancy::TenantTree> tree) {
 void TenantQueue::UnlistRunning(Entry& e) {
   Entry* last = running_list_.back();
   running_list_[e.running_index] = last;
+  running_hot_[e.running_index] = running_hot_.back();
   last->running_index = e.running_index;
   running_list_.pop_back();
+  running_hot_.pop_back();
 }
 
 void TenantQueue::Account(Entry& e, int sign) {
@@ -372,9 +374,13 @@ int32_t TenantQueue::LasQueue(const Entry& e, int64_t now) const {
       static_cast<double>(now - e.waiting_since) >= options_.las_starvation * static_cast<double>(e.executed_s)) {
     return 0;
   }
+  return LasQueueOf(attained);
+}
+
+int32_t TenantQueue::LasQueueOf(int64_t attained_gpu_s) const {
   int32_t q = 0;
   for (int64_t limit : options_.las_limits_gpu_s) {
-    if (attained < limit) break;
+    if (attained_gpu_s < limit) break;
     ++q;
   }
   return q;
@@ -490,6 +496,8 @@ void TenantQueue::Start(Entry& e, const Placement& p, int64_t now, QueuePass& pa
   running_.insert({e.planned_end_s, e.job->id});
   e.running_index = running_list_.size();
   running_list_.push_back(&e);
+  running_hot_.push_back({.start_s = now, .attained_gpu_s = e.attained_gpu_s, .gpus = static_cast<int32_t>(GpusOf(e)),
+                          .priority = e.job->priority, .tenant = e.tenant, .tier = e.tier});
   Account(e, +1);
   pass.started.push_back(e.job);
   pass.ends.push_back(e.end_s);
@@ -565,17 +573,20 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     return usage > usage_.subtree(v.tenant, *gpu_res_);
   };
   std::vector<Entry*> eligible;
-  for (Entry* vp : running_list_) {
-    Entry& v = *vp;
+  const int32_t my_priority = e.job->priority;
+  for (size_t i = 0; i < running_hot_.size(); ++i) {
+    const RunningHot& v = running_hot_[i];
     if (options_.min_run_s < 0 || now - v.start_s < options_.min_run_s) continue;
     if (v.start_s == now) continue;  // started in this pass (or this second): not a victim yet
+    // Its LAS queue (LasQueue of a running job), only when a rule asks.
+    auto queue = [&] { return LasQueueOf(v.attained_gpu_s + (now - v.start_s) * v.gpus); };
     bool ok = false;
-    if (las) ok = LasQueue(v, now) > my_queue;
-    if (prio && v.tenant == e.tenant && v.job->priority < e.job->priority) ok = true;
+    if (las) ok = queue() > my_queue;
+    if (prio && v.tenant == e.tenant && v.priority < my_priority) ok = true;
     if (reclaim && v.tenant != e.tenant && v.tier != Tier::kGuaranteed) ok = true;
     // LAS on borrowed quota never overrides priority (no loop with it).
-    if (las_borrowed && v.tier != Tier::kGuaranteed && v.job->priority <= e.job->priority && LasQueue(v, now) > my_queue) ok = true;
-    if (ok) eligible.push_back(&v);
+    if (!ok && las_borrowed && v.tier != Tier::kGuaranteed && v.priority <= my_priority && queue() > my_queue) ok = true;
+    if (ok) eligible.push_back(running_list_[i]);
   }
   // A victim set is a subset of these, and stopping jobs only lowers usage:
   // if the quota would not admit the job with all of them stopped, no plan
@@ -915,6 +926,14 @@ std::vector<TenantStatus> TenantQueue::TenantStatuses() const {
 }
 
 Status TenantQueue::CheckInvariants() const {
+  if (running_hot_.size() != running_list_.size()) return MakeError(ErrorCode::kInternal, "the running jobs' filter array lost step");
+  for (size_t i = 0; i < running_list_.size(); ++i) {
+    const Entry& v = *running_list_[i];
+    const RunningHot& h = running_hot_[i];
+    if (!v.running || v.running_index != i || h.start_s != v.start_s || h.attained_gpu_s != v.attained_gpu_s ||
+        h.gpus != GpusOf(v) || h.priority != v.job->priority || h.tenant != v.tenant || h.tier != v.tier)
+      return MakeError(ErrorCode::kInternal, "running job '{}' differs from its filter entry", v.job->name);
+  }
   if (!tree_) return Ok();
   tenancy::TenantTree fresh = *tree_;
   for (const auto& [id, e] : entries_)

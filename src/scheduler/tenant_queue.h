@@ -255,7 +255,21 @@ class TenantQueue : public WorkQueue {
   std::vector<bool> demoted_;     // by tenant id: DemoteToSpot
   std::set<std::pair<int64_t, JobId>> running_;  // (planned end time, id)
   std::vector<Entry*> running_list_;             // the running entries, for victim searches
+  // What a victim search filters running_list_[i] by, side by side in one
+  // array (none of it changes while the job runs): the filter then reads
+  // no Entry or Job of a job it does not take.
+  struct RunningHot {
+    int64_t start_s = 0;
+    int64_t attained_gpu_s = 0;  // before this run
+    int32_t gpus = 0;
+    int32_t priority = 0;
+    tenancy::TenantId tenant = tenancy::kNoTenant;
+    tenancy::Tier tier = tenancy::Tier::kStandard;
+  };
+  std::vector<RunningHot> running_hot_;  // parallel to running_list_
   void UnlistRunning(Entry& e);
+  // The LAS queue of a job that has attained this many GPU-seconds.
+  int32_t LasQueueOf(int64_t attained_gpu_s) const;
   uint64_t next_seq_ = 0;
   std::map<JobShape, WaitingShape> shapes_;
   uint64_t shapes_version_ = 0;
