@@ -129,6 +129,8 @@ struct ColocateResult {
   int64_t gpus = 0;
   int64_t days = 0;
   double offered_load = 0;
+  // The trace's jobs within the window (gaps skipped: the whole trace, as
+  // arrivals move earlier; a row's started + waiting_at_end arrived).
   int64_t training_jobs = 0;
   std::vector<ColocateRow> rows;
 };
