@@ -265,15 +265,17 @@ int64_t InferenceFleets::NoticeFor(const Job& preemptor) const {
   return it != fleet_of_.end() && fleets_[it->second].forecast_driven ? options_.checkpoint_write_s : -1;
 }
 
-MigBefore::MigBefore(const ClusterState& c) {
+void MigBefore::Take(const ClusterState& c) {
+  slices_.clear();
   if (c.mig_gpus() == 0) return;
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
     if (c.mig_gpus(n) == 0) continue;
     for (int32_t g = 0; g < c.gpu_count(n); ++g) {
       const MigDevice* d = c.mig_device(n, g);
       if (!d) continue;
-      std::vector<MigSlice>& v = instances_[static_cast<int64_t>(n) * 1024 + g];
-      for (const mig::Instance& i : d->layout.instances) v.push_back({g, i.profile, i.start});
+      const int64_t key = static_cast<int64_t>(n) * 1024 + g;
+      if (d->layout.instances.empty()) slices_.push_back({key, {g, -1, -1}});
+      for (const mig::Instance& i : d->layout.instances) slices_.push_back({key, {g, i.profile, i.start}});
     }
   }
 }
@@ -284,12 +286,15 @@ MigReconfigured MigBefore::Of(const ClusterState& after, JobId replica) const {
   MigReconfigured r;
   for (const NodeAssignment& a : p->assignments) {
     for (const MigSlice& m : a.mig) {
-      const auto it = instances_.find(static_cast<int64_t>(a.node) * 1024 + m.gpu);
-      if (it == instances_.end()) {
+      const int64_t key = static_cast<int64_t>(a.node) * 1024 + m.gpu;
+      auto it = std::lower_bound(slices_.begin(), slices_.end(), key, [](const auto& s, int64_t k) { return s.first < k; });
+      if (it == slices_.end() || it->first != key) {
         r.mode_changed = r.created = true;
-      } else if (std::find(it->second.begin(), it->second.end(), m) == it->second.end()) {
-        r.created = true;
+        continue;
       }
+      bool found = false;
+      for (; it != slices_.end() && it->first == key && !found; ++it) found = it->second == m;
+      if (!found) r.created = true;
     }
   }
   return r;

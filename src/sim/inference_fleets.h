@@ -226,13 +226,19 @@ bool PreemptedWithNotice(const QueuePass& pass, const Job& started);
 // before). Only the replica's own GPU counts, not the pass's other work.
 class MigBefore {
  public:
-  explicit MigBefore(const ClusterState& c);
+  MigBefore() = default;
+  explicit MigBefore(const ClusterState& c) { Take(c); }
+  // Records c's MIG instances now (reusing the buffer: a driver keeps one
+  // and takes it before each pass a replica may start in).
+  void Take(const ClusterState& c);
   // For `replica`, bound in `after` (the same cluster after the pass); both
   // false for a replica that holds no MIG instance.
   MigReconfigured Of(const ClusterState& after, JobId replica) const;
 
  private:
-  std::unordered_map<int64_t, std::vector<MigSlice>> instances_;  // by node * 1024 + gpu: devices in MIG mode
+  // (node * 1024 + gpu, instance) for every device in MIG mode, in that
+  // order; a device with no instance has one entry with profile -1.
+  std::vector<std::pair<int64_t, MigSlice>> slices_;
 };
 
 }  // namespace tidal::sim

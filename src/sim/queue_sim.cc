@@ -389,6 +389,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
 
   size_t next_arrival = 0;
   int64_t prev = t0;
+  MigBefore mig_before;  // the MIG instances before a pass (its buffer reused)
   const int64_t progress_every = std::max<int64_t>(1, r.jobs_total / 100);
   int64_t next_progress = 0;
   std::vector<UnresolvableJob> rejected;
@@ -579,8 +580,8 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
       if (ticked) tenant_queue->set_preempt_notice([&fleets](const Job& j) { return fleets->NoticeFor(j); });
       else tenant_queue->set_preempt_notice(nullptr);
     }
-    std::optional<MigBefore> mig_before;  // when a replica may start in this pass
-    if (fleets && fleets->waiting() > 0) mig_before.emplace(c);
+    const bool replicas_wait = fleets && fleets->waiting() > 0;  // a replica may start in this pass
+    if (replicas_wait) mig_before.Take(c);
 
     TIDAL_ASSIGN_OR_RETURN(QueuePass pass, replay->Pass(now));
     stops.clear();
@@ -648,7 +649,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
         guarantees->Running(*j, +1);
       }
       if (fleets && fleets->Owns(j->id)) {
-        fleets->Started(*j, now, mig_before ? mig_before->Of(c, j->id) : MigReconfigured{}, PreemptedWithNotice(pass, *j));
+        fleets->Started(*j, now, replicas_wait ? mig_before.Of(c, j->id) : MigReconfigured{}, PreemptedWithNotice(pass, *j));
         continue;
       }
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
