@@ -49,7 +49,6 @@ class Run {
   double alloc_gpu_s_ = 0, training_gpu_s_ = 0, inference_gpu_s_ = 0, lost_gpu_s_ = 0;
   double idle_gpu_s_ = 0, idle_no_demand_gpu_s_ = 0;
   bool tick_pass_ = false;  // a minute tick's pass: its scale-outs may preempt with notice
-  MigBefore mig_before_;    // taken before a pass a replica may start in
   ColocateRow row_;
 };
 
@@ -125,11 +124,7 @@ Status Run::Batch(int64_t now, std::vector<const Job*>& arrivals) {
   std::vector<UnresolvableJob> rejected;
   for (const Job* j : arrivals) TIDAL_RETURN_IF_ERROR(replay_->Arrive(*j, rejected));
   arrivals.clear();
-  if (tick_pass_) queue_->set_preempt_notice([this](const Job& j) { return fleets_->NoticeFor(j); });
-  else queue_->set_preempt_notice(nullptr);
-  // The MIG instances before the pass, when a replica may start in it.
-  const bool replicas_wait = fleets_->waiting() > 0;
-  if (replicas_wait) mig_before_.Take(replay_->cluster());
+  fleets_->BeforePass(queue_, replay_->cluster(), tick_pass_);
   TIDAL_ASSIGN_OR_RETURN(QueuePass pass, replay_->Pass(now));
   // When a new replica serves: its start, its model load, its victims'
   // checkpoint write when it preempted with notice, and the MIG
@@ -145,7 +140,7 @@ Status Run::Batch(int64_t now, std::vector<const Job*>& arrivals) {
       first_start_.try_emplace(j->id, now);
       continue;
     }
-    fleets_->Started(*j, now, replicas_wait ? mig_before_.Of(replay_->cluster(), j->id) : MigReconfigured{}, PreemptedWithNotice(pass, *j));
+    fleets_->Started(*j, now, pass, replay_->cluster());
   }
   TIDAL_RETURN_IF_ERROR(replay_->ReleaseIdleMig());
   return Ok();

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "mig/geometry.h"
+#include "scheduler/tenant_queue.h"
 #include "sim/replay.h"
 
 namespace tidal::sim {
@@ -304,11 +305,21 @@ bool PreemptedWithNotice(const QueuePass& pass, const Job& started) {
   return std::any_of(pass.preempted.begin(), pass.preempted.end(), [&](const PreemptedJob& p) { return p.by == &started && p.notice; });
 }
 
-void InferenceFleets::Started(const Job& replica, int64_t now, MigReconfigured mig, bool notice_preempted) {
+void InferenceFleets::BeforePass(TenantQueue* queue, const ClusterState& cluster, bool tick) {
+  if (queue) {
+    if (tick) queue->set_preempt_notice([this](const Job& j) { return NoticeFor(j); });
+    else queue->set_preempt_notice(nullptr);
+  }
+  mig_recorded_ = waiting() > 0;
+  if (mig_recorded_) mig_before_.Take(cluster);
+}
+
+void InferenceFleets::Started(const Job& replica, int64_t now, const QueuePass& pass, const ClusterState& after) {
   Fleet& f = fleets_[fleet_of_.at(replica.id)];
   --f.waiting;
+  const MigReconfigured mig = mig_recorded_ ? mig_before_.Of(after, replica.id) : MigReconfigured{};
   int64_t delay = options_.startup_s;
-  if (notice_preempted) delay += options_.checkpoint_write_s;
+  if (PreemptedWithNotice(pass, replica)) delay += options_.checkpoint_write_s;
   if (replica.IsMig()) delay += mig.mode_changed ? options_.mig_mode_s : mig.created ? options_.mig_create_s : 0;
   // The fleet exists before the run: replicas placed at its start serve at once.
   f.running.push_back({replica.id, now == t0_ ? now : now + delay});

@@ -29,6 +29,10 @@
 #include "scheduler/queue.h"
 #include "workload/job.h"
 
+namespace tidal {
+class TenantQueue;
+}  // namespace tidal
+
 namespace YAML {
 class Node;
 }  // namespace YAML
@@ -148,6 +152,30 @@ struct MigReconfigured {
   bool mode_changed = false;  // its GPU was not in MIG mode before
 };
 
+// Whether a pass's evictions made room for `started` with notice.
+bool PreemptedWithNotice(const QueuePass& pass, const Job& started);
+
+// The MIG instances of a cluster before a pass, to tell per started MIG
+// replica what the pass reconfigured for it: its instance was created (it
+// was not there before), or its GPU entered MIG mode (it was not in MIG mode
+// before). Only the replica's own GPU counts, not the pass's other work.
+class MigBefore {
+ public:
+  MigBefore() = default;
+  explicit MigBefore(const ClusterState& c) { Take(c); }
+  // Records c's MIG instances now (reusing the buffer: a driver keeps one
+  // and takes it before each pass a replica may start in).
+  void Take(const ClusterState& c);
+  // For `replica`, bound in `after` (the same cluster after the pass); both
+  // false for a replica that holds no MIG instance.
+  MigReconfigured Of(const ClusterState& after, JobId replica) const;
+
+ private:
+  // (node * 1024 + gpu, instance) for every device in MIG mode, in that
+  // order; a device with no instance has one entry with profile -1.
+  std::vector<std::pair<int64_t, MigSlice>> slices_;
+};
+
 class InferenceFleets {
  public:
   // Replica ids start here; the workload's own ids must stay below.
@@ -172,11 +200,16 @@ class InferenceFleets {
   // -1: preempt at once (TenantQueue::set_preempt_notice).
   int64_t NoticeFor(const Job& preemptor) const;
   bool Owns(JobId id) const { return fleet_of_.contains(id); }
-  // A replica started at `now`: what the pass reconfigured for it (its MIG
-  // instance created, its GPU put into MIG mode: MigBefore::Of) and whether
-  // it preempted jobs with notice to make its room; each adds its delay
-  // before it serves (the reconfiguration, the victims' checkpoint write).
-  void Started(const Job& replica, int64_t now, MigReconfigured mig, bool notice_preempted);
+  // Before a replay pass: on a minute tick's pass `queue` (may be null)
+  // gives notice per replica (NoticeFor), on others none; and when a
+  // replica may start in the pass the MIG instances are recorded for
+  // Started.
+  void BeforePass(TenantQueue* queue, const ClusterState& cluster, bool tick);
+  // A replica the pass started at `now`. What the pass reconfigured for it
+  // (its MIG instance created, its GPU put into MIG mode) and the victims'
+  // checkpoint write, when it preempted with notice to make its room, each
+  // add their delay before it serves.
+  void Started(const Job& replica, int64_t now, const QueuePass& pass, const ClusterState& after);
   // A running replica was preempted: it waits again.
   void Preempted(JobId replica);
   // The SLO of the minute starting at next_tick() (replicas serving by its
@@ -215,30 +248,8 @@ class InferenceFleets {
   std::unordered_map<JobId, size_t> fleet_of_;
   int64_t t0_ = 0, minute_ = 0;
   double gpus_ = 0;
-};
-
-// Whether a pass's evictions made room for `started` with notice.
-bool PreemptedWithNotice(const QueuePass& pass, const Job& started);
-
-// The MIG instances of a cluster before a pass, to tell per started MIG
-// replica what the pass reconfigured for it: its instance was created (it
-// was not there before), or its GPU entered MIG mode (it was not in MIG mode
-// before). Only the replica's own GPU counts, not the pass's other work.
-class MigBefore {
- public:
-  MigBefore() = default;
-  explicit MigBefore(const ClusterState& c) { Take(c); }
-  // Records c's MIG instances now (reusing the buffer: a driver keeps one
-  // and takes it before each pass a replica may start in).
-  void Take(const ClusterState& c);
-  // For `replica`, bound in `after` (the same cluster after the pass); both
-  // false for a replica that holds no MIG instance.
-  MigReconfigured Of(const ClusterState& after, JobId replica) const;
-
- private:
-  // (node * 1024 + gpu, instance) for every device in MIG mode, in that
-  // order; a device with no instance has one entry with profile -1.
-  std::vector<std::pair<int64_t, MigSlice>> slices_;
+  MigBefore mig_before_;      // BeforePass's record, when mig_recorded_
+  bool mig_recorded_ = false;
 };
 
 }  // namespace tidal::sim

@@ -389,7 +389,6 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
 
   size_t next_arrival = 0;
   int64_t prev = t0;
-  MigBefore mig_before;  // the MIG instances before a pass (its buffer reused)
   const int64_t progress_every = std::max<int64_t>(1, r.jobs_total / 100);
   int64_t next_progress = 0;
   std::vector<UnresolvableJob> rejected;
@@ -576,12 +575,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
     if (guarantees)
       for (const Job* j : replicas_arrived) guarantees->Waiting(*j, +1);
     // A scale-out the forecast asked for preempts with notice.
-    if (fleets && tenant_queue) {
-      if (ticked) tenant_queue->set_preempt_notice([&fleets](const Job& j) { return fleets->NoticeFor(j); });
-      else tenant_queue->set_preempt_notice(nullptr);
-    }
-    const bool replicas_wait = fleets && fleets->waiting() > 0;  // a replica may start in this pass
-    if (replicas_wait) mig_before.Take(c);
+    if (fleets) fleets->BeforePass(tenant_queue, c, ticked);
 
     TIDAL_ASSIGN_OR_RETURN(QueuePass pass, replay->Pass(now));
     stops.clear();
@@ -649,7 +643,7 @@ Result<QueueSimResult> RunQueueSim(const std::vector<NodeSpec>& nodes, const std
         guarantees->Running(*j, +1);
       }
       if (fleets && fleets->Owns(j->id)) {
-        fleets->Started(*j, now, replicas_wait ? mig_before.Of(c, j->id) : MigReconfigured{}, PreemptedWithNotice(pass, *j));
+        fleets->Started(*j, now, pass, c);
         continue;
       }
       QueueJobRecord& rec = r.jobs[index.at(j->id)];
