@@ -1,5 +1,6 @@
 #include "market/ledger.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -106,12 +107,17 @@ Result<Ledger> Ledger::Open(store::Store& store, LedgerOptions options) {
     TIDAL_RETURN_IF_ERROR(
         ledger.CreateAccount({.name = std::string(name), .kind = AccountKind::kSystem, .flags = flags}));
   }
+  if (options.write_behind > 0 && !options.sole_writer)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "ledger: write_behind needs sole_writer (only the store's sole writer may decide "
+                     "transfers before the store holds them)");
   if (options.sole_writer) {
     LedgerMemo memo;
     TIDAL_RETURN_IF_ERROR(store.Read([&](store::Tx& tx) -> Status {
       TIDAL_ASSIGN_OR_RETURN(memo, LedgerMemo::Load(tx));
       return Ok();
     }));
+    memo.write_behind = options.write_behind;
     ledger.memo_ = std::make_shared<LedgerMemo>(std::move(memo));
   }
   return ledger;
@@ -128,6 +134,7 @@ Status Ledger::CreateAccount(const AccountSpec& spec) {
                      spec.name);
   if ((spec.flags & ~account_flags::kAll) != 0)
     return MakeError(ErrorCode::kInvalidArgument, "account '{}': unknown flags 0x{:x}", spec.name, spec.flags);
+  TIDAL_RETURN_IF_ERROR(Sync());
   std::optional<Account> created;
   TIDAL_RETURN_IF_ERROR(Committed(store_->Write([&](store::Tx& tx) -> Status {
     created.reset();
@@ -150,13 +157,54 @@ Status Ledger::CreateAccount(const AccountSpec& spec) {
 
 Result<std::vector<TransferOutcome>> Ledger::CreateTransfers(std::span<const Transfer> batch) {
   std::vector<TransferOutcome> out;
+  if (memo_ && memo_->write_behind > 0) {
+    if (!memo_->broken.empty()) return std::unexpected(Sync().error());
+    // Decided in memory unless the batch must read a record from the store:
+    // a retried id (its original answer) or a reversal (what it reverses and
+    // what was reversed before). Those write the group first, then go the
+    // store's way below.
+    const bool reads = std::ranges::any_of(batch, [&](const Transfer& t) {
+      return t.code == kCodeReversal || memo_->ids.contains(t.id);
+    });
+    if (!reads) {
+      Batch b(nullptr, memo_.get());
+      TIDAL_ASSIGN_OR_RETURN(out, b.Apply(batch));
+      b.CommitUnwritten(*memo_);
+      if (memo_->unwritten.records.size() >= memo_->write_behind) TIDAL_RETURN_IF_ERROR(Sync());
+      return out;
+    }
+    TIDAL_RETURN_IF_ERROR(Sync());
+  }
   std::optional<Batch> b;
   TIDAL_RETURN_IF_ERROR(Committed(store_->Write([&](store::Tx& tx) -> Status {
-    b.emplace(tx, memo_.get());
+    b.emplace(&tx, memo_.get());
     TIDAL_ASSIGN_OR_RETURN(out, b->Apply(batch));
     return b->Flush();
   }), b));
   return out;
+}
+
+Status Ledger::Sync() const {
+  if (!memo_ || memo_->write_behind == 0) return Ok();
+  LedgerMemo& m = *memo_;
+  if (!m.broken.empty())
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "ledger: a group of decided transfers could not be written to the store ({}), so the "
+                     "store is behind what this ledger answered; discard it and rerun",
+                     m.broken);
+  if (m.unwritten.empty()) return Ok();
+  Status written = store_->Write([&](store::Tx& tx) -> Status {
+    for (const TransferRecord& r : m.unwritten.records) TIDAL_RETURN_IF_ERROR(rows::InsertTransfer(tx, r));
+    for (const auto& [name, a] : m.unwritten.accounts) TIDAL_RETURN_IF_ERROR(rows::UpdateAccountBalances(tx, a));
+    for (const auto& [id, h] : m.unwritten.holds) TIDAL_RETURN_IF_ERROR(rows::UpsertHold(tx, h));
+    return Ok();
+  });
+  if (!written) {
+    m.broken = written.error().ToString();
+    return written;
+  }
+  m.unwritten = {};
+  return Ok();
 }
 
 Status Ledger::Committed(Status written, const std::optional<Batch>& batch) {
@@ -174,6 +222,7 @@ Result<TransferOutcome> Ledger::CreateTransfer(const Transfer& transfer) {
 }
 
 Result<int> Ledger::ExpireHolds(std::int64_t now_us) {
+  TIDAL_RETURN_IF_ERROR(Sync());
   int expired = 0;
   std::optional<Batch> b;
   TIDAL_RETURN_IF_ERROR(Committed(store_->Write([&](store::Tx& tx) -> Status {
@@ -187,7 +236,7 @@ Result<int> Ledger::ExpireHolds(std::int64_t now_us) {
                                .pending_id = id,
                                .code = std::string(kCodeExpiry),
                                .at_us = now_us});
-    b.emplace(tx, memo_.get());
+    b.emplace(&tx, memo_.get());
     TIDAL_ASSIGN_OR_RETURN(std::vector<TransferOutcome> out, b->Apply(voids, /*expiry=*/true));
     for (const auto& o : out) {
       if (o.ok()) ++expired;
@@ -200,6 +249,7 @@ Result<int> Ledger::ExpireHolds(std::int64_t now_us) {
 }
 
 Result<std::optional<Account>> Ledger::GetAccount(std::string_view name) const {
+  TIDAL_RETURN_IF_ERROR(Sync());
   std::optional<Account> out;
   TIDAL_RETURN_IF_ERROR(store_->Read([&](store::Tx& tx) -> Status {
     TIDAL_ASSIGN_OR_RETURN(out, rows::LoadAccount(tx, name));
@@ -209,6 +259,7 @@ Result<std::optional<Account>> Ledger::GetAccount(std::string_view name) const {
 }
 
 Result<std::vector<Account>> Ledger::Accounts() const {
+  TIDAL_RETURN_IF_ERROR(Sync());
   std::vector<Account> out;
   TIDAL_RETURN_IF_ERROR(store_->Read([&](store::Tx& tx) -> Status {
     TIDAL_ASSIGN_OR_RETURN(out, rows::LoadAccounts(tx));
@@ -218,6 +269,7 @@ Result<std::vector<Account>> Ledger::Accounts() const {
 }
 
 Result<std::optional<TransferRecord>> Ledger::GetTransfer(std::string_view id) const {
+  TIDAL_RETURN_IF_ERROR(Sync());
   std::optional<TransferRecord> out;
   TIDAL_RETURN_IF_ERROR(store_->Read([&](store::Tx& tx) -> Status {
     TIDAL_ASSIGN_OR_RETURN(out, rows::LoadTransfer(tx, id));
@@ -227,6 +279,7 @@ Result<std::optional<TransferRecord>> Ledger::GetTransfer(std::string_view id) c
 }
 
 Result<std::optional<Hold>> Ledger::GetHold(std::string_view id) const {
+  TIDAL_RETURN_IF_ERROR(Sync());
   std::optional<Hold> out;
   TIDAL_RETURN_IF_ERROR(store_->Read([&](store::Tx& tx) -> Status {
     TIDAL_ASSIGN_OR_RETURN(out, rows::LoadHold(tx, id));
@@ -236,6 +289,7 @@ Result<std::optional<Hold>> Ledger::GetHold(std::string_view id) const {
 }
 
 Result<std::vector<Hold>> Ledger::OpenHolds() const {
+  TIDAL_RETURN_IF_ERROR(Sync());
   std::vector<Hold> out;
   TIDAL_RETURN_IF_ERROR(store_->Read([&](store::Tx& tx) -> Status {
     TIDAL_ASSIGN_OR_RETURN(out, rows::LoadHolds(tx, /*open_only=*/true));
@@ -245,6 +299,7 @@ Result<std::vector<Hold>> Ledger::OpenHolds() const {
 }
 
 Result<std::vector<StatementLine>> Ledger::Statement(std::string_view account) const {
+  TIDAL_RETURN_IF_ERROR(Sync());
   std::vector<StatementLine> out;
   TIDAL_RETURN_IF_ERROR(store_->Read([&](store::Tx& tx) -> Status {
     TIDAL_ASSIGN_OR_RETURN(std::optional<Account> a, rows::LoadAccount(tx, account));

@@ -204,6 +204,17 @@ struct LedgerOptions {
   // of the store. The store stays the record: every batch is written as
   // always, and the memory follows only what a committed batch wrote.
   bool sole_writer = false;
+  // With sole_writer, > 0: batches are decided in memory and their records
+  // reach the store in groups of at least this many transfers, one store
+  // transaction per group, instead of one transaction per batch (0). Any
+  // other call — a read (Check, GetTransfer, Statement, ...), CreateAccount,
+  // ExpireHolds, a batch that retries a recorded id or reverses a transfer —
+  // and Sync() write the group first, so what the store holds is never read
+  // stale. What is not written yet dies with the process, and once a group
+  // fails to be written the ledger refuses every later call: for the
+  // simulator's private in-memory store only, whose records die with it
+  // anyway (docs/market.md, "The market in the simulator").
+  std::size_t write_behind = 0;
 };
 
 struct LedgerMemo;  // ledger_batch.h
@@ -241,6 +252,10 @@ class Ledger {
   // pending/post/void history, budgets held at every step, only grants touch
   // the treasury, and the sum of all non-treasury balances equals the grants.
   Result<CheckReport> Check() const;
+
+  // LedgerOptions::write_behind: writes every decided batch not in the store
+  // yet. Without write_behind there is nothing to write.
+  Status Sync() const;
 
   store::Store& store() const { return *store_; }
 

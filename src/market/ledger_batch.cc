@@ -86,10 +86,22 @@ void Batch::Commit(LedgerMemo& memo) const {
   if (seq_loaded_) memo.next_seq = state_.next_seq;
 }
 
+void Batch::CommitUnwritten(LedgerMemo& memo) const {
+  Commit(memo);
+  LedgerMemo::Unwritten& u = memo.unwritten;
+  for (const auto& [id, rec] : state_.created)
+    if (rec.seq > 0) u.records.push_back(rec);
+  for (const auto& [name, a] : state_.accounts)
+    if (a) u.accounts.insert_or_assign(name, *a);
+  for (const auto& [id, h] : state_.holds)
+    if (h) u.holds.insert_or_assign(id, *h);
+}
+
 Result<const TransferRecord*> Batch::Existing(std::string_view id) {
   if (auto it = state_.created.find(id); it != state_.created.end()) return &it->second;
   if (memo_ && !memo_->ids.contains(id)) return static_cast<const TransferRecord*>(nullptr);
-  TIDAL_ASSIGN_OR_RETURN(std::optional<TransferRecord> stored, rows::LoadTransfer(tx_, id));
+  TIDAL_ASSIGN_OR_RETURN(store::Tx* tx, Tx());
+  TIDAL_ASSIGN_OR_RETURN(std::optional<TransferRecord> stored, rows::LoadTransfer(*tx, id));
   if (!stored) return static_cast<const TransferRecord*>(nullptr);
   // Cache it: later lookups in this batch are free and see the same record.
   auto [it, _] = state_.created.emplace(std::string(id), std::move(*stored));
@@ -104,7 +116,8 @@ Result<Account*> Batch::AccountRef(std::string_view name) {
     if (memo_) {
       if (auto m = memo_->accounts.find(name); m != memo_->accounts.end()) a = m->second;
     } else {
-      TIDAL_ASSIGN_OR_RETURN(a, rows::LoadAccount(tx_, name));
+      TIDAL_ASSIGN_OR_RETURN(store::Tx* tx, Tx());
+      TIDAL_ASSIGN_OR_RETURN(a, rows::LoadAccount(*tx, name));
     }
     it = state_.accounts.emplace(std::string(name), std::move(a)).first;
   }
@@ -119,7 +132,8 @@ Result<Hold*> Batch::HoldRef(std::string_view id) {
     if (memo_) {
       if (auto m = memo_->holds.find(id); m != memo_->holds.end()) h = m->second;
     } else {
-      TIDAL_ASSIGN_OR_RETURN(h, rows::LoadHold(tx_, id));
+      TIDAL_ASSIGN_OR_RETURN(store::Tx* tx, Tx());
+      TIDAL_ASSIGN_OR_RETURN(h, rows::LoadHold(*tx, id));
     }
     it = state_.holds.emplace(std::string(id), std::move(h)).first;
   }
@@ -130,7 +144,8 @@ Result<Hold*> Batch::HoldRef(std::string_view id) {
 Result<Micros> Batch::Reversed(std::string_view id) {
   auto it = state_.reversed.find(id);
   if (it == state_.reversed.end()) {
-    TIDAL_ASSIGN_OR_RETURN(Micros stored, rows::ReversedAmount(tx_, id));
+    TIDAL_ASSIGN_OR_RETURN(store::Tx* tx, Tx());
+    TIDAL_ASSIGN_OR_RETURN(Micros stored, rows::ReversedAmount(*tx, id));
     it = state_.reversed.emplace(std::string(id), stored).first;
   }
   return it->second;
@@ -287,7 +302,8 @@ Result<std::vector<TransferOutcome>> Batch::Apply(std::span<const Transfer> tran
     if (memo_) {
       state_.next_seq = memo_->next_seq;
     } else {
-      TIDAL_ASSIGN_OR_RETURN(std::int64_t max_seq, rows::MaxSeq(tx_));
+      TIDAL_ASSIGN_OR_RETURN(store::Tx* tx, Tx());
+      TIDAL_ASSIGN_OR_RETURN(std::int64_t max_seq, rows::MaxSeq(*tx));
       state_.next_seq = max_seq + 1;
     }
     seq_loaded_ = true;
@@ -350,15 +366,23 @@ Result<std::vector<TransferOutcome>> Batch::Apply(std::span<const Transfer> tran
 }
 
 Status Batch::Flush() {
+  TIDAL_ASSIGN_OR_RETURN(store::Tx* tx, Tx());
   for (const auto& [id, rec] : state_.created) {
     if (rec.seq <= 0) continue;  // loaded, not new
-    TIDAL_RETURN_IF_ERROR(rows::InsertTransfer(tx_, rec));
+    TIDAL_RETURN_IF_ERROR(rows::InsertTransfer(*tx, rec));
   }
   for (const auto& [name, a] : state_.accounts)
-    if (a) TIDAL_RETURN_IF_ERROR(rows::UpdateAccountBalances(tx_, *a));
+    if (a) TIDAL_RETURN_IF_ERROR(rows::UpdateAccountBalances(*tx, *a));
   for (const auto& [id, h] : state_.holds)
-    if (h) TIDAL_RETURN_IF_ERROR(rows::UpsertHold(tx_, *h));
+    if (h) TIDAL_RETURN_IF_ERROR(rows::UpsertHold(*tx, *h));
   return Ok();
+}
+
+Result<store::Tx*> Batch::Tx() {
+  if (tx_) return tx_;
+  return MakeError(ErrorCode::kInternal,
+                   "ledger: a write-behind batch needed to read the store (a retried id or a reversal "
+                   "should have written the group first); this is a bug in tidal, please report it");
 }
 
 }  // namespace tidal::market

@@ -6,9 +6,9 @@
 
 #include <map>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "market/ledger.h"
@@ -22,8 +22,23 @@ namespace tidal::market {
 struct LedgerMemo {
   std::map<std::string, Account, std::less<>> accounts;
   std::map<std::string, Hold, std::less<>> holds;
-  std::set<std::string, std::less<>> ids;
+  struct IdHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_set<std::string, IdHash, std::equal_to<>> ids;
   std::int64_t next_seq = 1;
+  // LedgerOptions::write_behind: what batches decided that the store does not
+  // hold yet (the memory above already does), written by Ledger::Sync.
+  struct Unwritten {
+    std::vector<TransferRecord> records;
+    std::map<std::string, Account, std::less<>> accounts;  // as they are now
+    std::map<std::string, Hold, std::less<>> holds;
+    bool empty() const { return records.empty() && accounts.empty() && holds.empty(); }
+  };
+  std::size_t write_behind = 0;
+  Unwritten unwritten;
+  std::string broken;  // why a group could not be written; the ledger refuses calls
   // Reads them all from the store.
   static Result<LedgerMemo> Load(store::Tx& tx);
 };
@@ -31,7 +46,9 @@ struct LedgerMemo {
 class Batch {
  public:
   // `memo` (may be null): read accounts, holds and ids from it, not the store.
-  explicit Batch(store::Tx& tx, const LedgerMemo* memo = nullptr) : tx_(tx), memo_(memo) {}
+  // `tx` null: a write-behind batch, which must need no store read (the
+  // caller makes sure: no retried id, no reversal); if it does, Apply fails.
+  explicit Batch(store::Tx* tx, const LedgerMemo* memo = nullptr) : tx_(tx), memo_(memo) {}
 
   // Applies `transfers` in order; linked chains succeed or fail together.
   // `expiry` marks the ledger's own hold-expiry voids (code "expiry").
@@ -40,6 +57,9 @@ class Batch {
   Status Flush();
   // After the store committed the flushed batch: `memo` takes what it wrote.
   void Commit(LedgerMemo& memo) const;
+  // A write-behind batch, applied without a store: `memo` takes what it
+  // decided, and memo.unwritten what Flush would have written.
+  void CommitUnwritten(LedgerMemo& memo) const;
 
  private:
   struct State {
@@ -73,7 +93,10 @@ class Batch {
   Result<Micros> Reversed(std::string_view id);
   void Record(const Transfer& t, TransferResult r, TransferOutcome& out);
 
-  store::Tx& tx_;
+  // The store transaction, or an error when there is none (write-behind).
+  Result<store::Tx*> Tx();
+
+  store::Tx* tx_;
   const LedgerMemo* memo_;
   State state_;
   bool seq_loaded_ = false;

@@ -103,6 +103,7 @@ struct Book {
 
 Result<CheckReport> Ledger::Check() const {
   CheckReport report;
+  TIDAL_RETURN_IF_ERROR(Sync());
   TIDAL_RETURN_IF_ERROR(store_->Read([&](store::Tx& tx) -> Status {
     report = CheckReport{};
     TIDAL_ASSIGN_OR_RETURN(std::vector<Account> stored, rows::LoadAccounts(tx));

@@ -51,11 +51,24 @@ Transfer Void(std::string id, std::string hold, Micros amount = 0) {
                   .pending_id = std::move(hold), .code = "release"};
 }
 
-// Every backend, and each with the ledger reading the store or its memory
-// of it (LedgerOptions::sole_writer): the same tables either way.
-class LedgerTest : public ::testing::TestWithParam<std::tuple<store::testing::Backend, bool>> {
+// How the ledger uses its store: reading it, reading its memory of it
+// (LedgerOptions::sole_writer), or that and writing behind in groups of two
+// transfers (write_behind), so that groups are written in the middle of every
+// test below.
+enum class Mode { kStore, kSoleWriter, kWriteBehind };
+std::string ModeSuffix(Mode m) {
+  return m == Mode::kStore ? "" : m == Mode::kSoleWriter ? "_sole_writer" : "_write_behind";
+}
+
+// Every backend, and each in every mode: the same tables either way.
+class LedgerTest : public ::testing::TestWithParam<std::tuple<store::testing::Backend, Mode>> {
  protected:
-  LedgerOptions Options() const { return {.sole_writer = std::get<1>(GetParam())}; }
+  LedgerOptions Options() const {
+    const Mode m = std::get<1>(GetParam());
+    return {.sole_writer = m != Mode::kStore, .write_behind = m == Mode::kWriteBehind ? 2u : 0u};
+  }
+  // Before a test reads or changes the store behind the ledger's back.
+  void Synced() { ASSERT_TRUE(ledger_->Sync()); }
   void SetUp() override {
     auto db = store::testing::FreshStore(std::get<0>(GetParam()));
     if (!db) GTEST_SKIP() << db.error().message;
@@ -441,6 +454,7 @@ TEST_P(LedgerTest, TransfersAreReadInPages) {
   ASSERT_EQ(Do(Post("p", "h", 1 * kC)), "ok");
   ASSERT_EQ(Do(Plain("t3", "ads", "vision", 4 * kC)), "ok");
   const std::vector<std::string> want = {"g-ads", "t1", "t2", "h", "p", "t3"};
+  Synced();
   for (std::int64_t page : {1, 2, 4, 5, 6, 7, 4096}) {
     std::vector<std::string> ids;
     std::vector<std::int64_t> seqs;
@@ -600,6 +614,7 @@ TEST_P(LedgerTest, CreditsMayBeCappedByDebits) {
 TEST_P(LedgerTest, CheckFindsAPostMovedToOtherAccounts) {
   ASSERT_EQ(Do(Pending("h", "ads", 5 * kC)), "ok");
   ASSERT_EQ(Do(Post("p", "h", kC)), "ok");
+  Synced();
   ASSERT_TRUE(db_->store().Write([](store::Tx& tx) -> Status {
     TIDAL_RETURN_IF_ERROR(tx.Exec("UPDATE ledger_transfers SET debit = 'search' WHERE id = 'p'"));
     return Ok();
@@ -689,6 +704,7 @@ TEST_P(LedgerTest, RandomOperationsMatchAModel) {
 TEST_P(LedgerTest, SurvivesReopen) {
   ASSERT_EQ(Do(Plain("t", "ads", "search", 30 * kC)), "ok");
   ASSERT_EQ(Do(Pending("h", "ads", 5 * kC)), "ok");
+  Synced();
   auto reopened = db_->Reopen();
   ASSERT_TRUE(reopened) << reopened.error().ToString();
   auto l = Ledger::Open(db_->store(), Options());
@@ -701,11 +717,135 @@ TEST_P(LedgerTest, SurvivesReopen) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LedgerTest,
-                         ::testing::Combine(::testing::ValuesIn(store::testing::AllBackends()), ::testing::Bool()),
+                         ::testing::Combine(::testing::ValuesIn(store::testing::AllBackends()),
+                                            ::testing::Values(Mode::kStore, Mode::kSoleWriter, Mode::kWriteBehind)),
                          [](const auto& info) {
                            return store::testing::BackendName(std::get<0>(info.param)) +
-                                  (std::get<1>(info.param) ? "_sole_writer" : "");
+                                  ModeSuffix(std::get<1>(info.param));
                          });
+
+// LedgerOptions::write_behind on its own: decided at once, in the store by
+// groups, never read stale, and a group the store refuses ends the ledger.
+class WriteBehindTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto db = store::testing::FreshStore(store::testing::Backend::kSqlite);
+    ASSERT_TRUE(db) << db.error().ToString();
+    db_ = std::move(*db);
+    auto l = Ledger::Open(db_->store(), {.sole_writer = true, .write_behind = 3});
+    ASSERT_TRUE(l) << l.error().ToString();
+    ledger_.emplace(std::move(*l));
+    ASSERT_TRUE(ledger_->CreateAccount({.name = "ads"}));
+    ASSERT_TRUE(ledger_->CreateAccount({.name = "search"}));
+  }
+  std::string Do(const Transfer& t) {
+    auto r = ledger_->CreateTransfer(t);
+    return r ? r->name() : "error: " + r.error().ToString();
+  }
+  // Transfers the store holds, read behind the ledger's back.
+  std::int64_t Stored() {
+    std::int64_t n = -1;
+    EXPECT_TRUE(db_->store().Read([&](store::Tx& tx) -> Status {
+      TIDAL_ASSIGN_OR_RETURN(store::Rows rs, tx.Query("SELECT COUNT(*) FROM ledger_transfers"));
+      TIDAL_ASSIGN_OR_RETURN(n, store::AsInt(rs.rows.front(), 0));
+      return Ok();
+    }));
+    return n;
+  }
+  std::unique_ptr<store::testing::TestStore> db_;
+  std::optional<Ledger> ledger_;
+};
+
+TEST_F(WriteBehindTest, GroupsReachTheStoreWhole) {
+  ASSERT_EQ(Do(Grant("g", "ads", 10 * kC)), "ok");
+  ASSERT_EQ(Do(Plain("t1", "ads", "search", kC)), "ok");
+  EXPECT_EQ(Stored(), 0);  // two decided, the group is three
+  ASSERT_EQ(Do(Plain("t2", "ads", "search", 20 * kC)), "exceeds_credits");  // recorded too
+  EXPECT_EQ(Stored(), 3);
+  ASSERT_EQ(Do(Pending("h", "ads", 2 * kC)), "ok");
+  EXPECT_EQ(Stored(), 3);
+  // A read writes the group first: the store is never read stale.
+  auto a = ledger_->GetAccount("ads");
+  ASSERT_TRUE(a && *a);
+  EXPECT_EQ((*a)->balance(), 9 * kC);
+  EXPECT_EQ((*a)->debits_pending, 2 * kC);
+  EXPECT_EQ(Stored(), 4);
+  auto h = ledger_->GetHold("h");
+  ASSERT_TRUE(h && *h);
+  EXPECT_EQ((*h)->remaining, 2 * kC);
+  auto c = ledger_->Check();
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->ok()) << ::testing::PrintToString(c->violations);
+  EXPECT_EQ(c->transfers, 3);
+  EXPECT_EQ(c->rejected, 1);
+}
+
+TEST_F(WriteBehindTest, RetriesAndReversalsOfUnwrittenTransfersReadThemBack) {
+  ASSERT_EQ(Do(Grant("g", "ads", 10 * kC)), "ok");
+  ASSERT_EQ(Do(Plain("t1", "ads", "search", 4 * kC)), "ok");
+  ASSERT_EQ(Stored(), 0);
+  EXPECT_EQ(Do(Plain("t1", "ads", "search", 4 * kC)), "exists");
+  EXPECT_EQ(Do(Plain("t1", "ads", "search", 5 * kC)), "exists_with_different_amount");
+  EXPECT_EQ(Stored(), 2);  // the retry wrote the group to read t1 back
+  ASSERT_EQ(Do(Plain("t2", "ads", "search", kC)), "ok");
+  Transfer rev = Plain("r0", "search", "ads", 3 * kC, std::string(kCodeReversal));
+  rev.reference = "t2";
+  EXPECT_EQ(Do(rev), "reversal_exceeds_original");
+  rev.id = "r1";
+  rev.reference = "t1";
+  EXPECT_EQ(Do(rev), "ok");
+  rev.id = "r2";
+  rev.amount = 2 * kC;
+  EXPECT_EQ(Do(rev), "reversal_exceeds_original");  // 3 of t1's 4 reversed already
+  auto c = ledger_->Check();
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->ok()) << ::testing::PrintToString(c->violations);
+  auto s = ledger_->GetAccount("search");
+  ASSERT_TRUE(s && *s);
+  EXPECT_EQ((*s)->balance(), 2 * kC);
+}
+
+TEST_F(WriteBehindTest, AGroupTheStoreRefusesEndsTheLedger) {
+  ASSERT_TRUE(db_->store().Write([](store::Tx& tx) -> Status {
+    TIDAL_RETURN_IF_ERROR(tx.Exec("CREATE TRIGGER full BEFORE INSERT ON ledger_transfers "
+                                  "BEGIN SELECT RAISE(ABORT, 'disk full'); END"));
+    return Ok();
+  }));
+  ASSERT_EQ(Do(Grant("g", "ads", 10 * kC)), "ok");  // decided, not written
+  ASSERT_EQ(Do(Plain("t1", "ads", "search", kC)), "ok");
+  EXPECT_THAT(Do(Plain("t2", "ads", "search", kC)), HasSubstr("disk full"));
+  EXPECT_THAT(Do(Plain("t3", "ads", "search", kC)), HasSubstr("discard it and rerun"));
+  auto c = ledger_->Check();
+  ASSERT_FALSE(c);
+  EXPECT_THAT(c.error().ToString(), HasSubstr("disk full"));
+  EXPECT_EQ(Stored(), 0);
+}
+
+TEST(WriteBehind, AGroupOfOneIsEveryBatchAtOnce) {
+  auto db = store::testing::FreshStore(store::testing::Backend::kSqlite);
+  ASSERT_TRUE(db);
+  auto l = Ledger::Open((*db)->store(), {.sole_writer = true, .write_behind = 1});
+  ASSERT_TRUE(l);
+  ASSERT_TRUE(l->CreateAccount({.name = "ads"}));
+  auto out = l->CreateTransfer(Grant("g", "ads", kC));
+  ASSERT_TRUE(out && out->ok());
+  // Read behind the ledger's back, without a Sync: it is there.
+  ASSERT_TRUE((*db)->store().Read([&](store::Tx& tx) -> Status {
+    auto t = rows::LoadTransfer(tx, "g");
+    EXPECT_TRUE(t && *t);
+    auto a = rows::LoadAccount(tx, "ads");
+    EXPECT_TRUE(a && *a && (*a)->balance() == kC);
+    return Ok();
+  }));
+}
+
+TEST(WriteBehind, NeedsTheSoleWriter) {
+  auto db = store::testing::FreshStore(store::testing::Backend::kSqlite);
+  ASSERT_TRUE(db);
+  auto l = Ledger::Open((*db)->store(), {.write_behind = 8});
+  ASSERT_FALSE(l);
+  EXPECT_THAT(l.error().ToString(), HasSubstr("needs sole_writer"));
+}
 
 TEST(TransferResultNames, RoundTrip) {
   for (int r = 0; r <= static_cast<int>(TransferResult::kExceedsDebits); ++r) {

@@ -102,8 +102,14 @@ Result<std::unique_ptr<MarketSim>> MarketSim::Make(const MarketSimOptions& optio
   TIDAL_ASSIGN_OR_RETURN(m->store_,
                          store::OpenStore(options.store_url.empty() ? "sqlite::memory:" : options.store_url, so));
   // The simulator's store is its own while it runs: the ledger may read
-  // accounts and holds from memory.
-  TIDAL_ASSIGN_OR_RETURN(market::Ledger ledger, market::Ledger::Open(*m->store_, {.sole_writer = true}));
+  // accounts and holds from memory, and a private in-memory store, whose
+  // records die with the run anyway, takes them in groups of kWriteBehind
+  // transfers (one store transaction per group, not per pass; Finish's
+  // Check writes the last group). A named store gets every batch at once.
+  constexpr std::size_t kWriteBehind = 4096;
+  TIDAL_ASSIGN_OR_RETURN(market::Ledger ledger,
+                         market::Ledger::Open(*m->store_, {.sole_writer = true,
+                                                           .write_behind = options.store_url.empty() ? kWriteBehind : 0}));
   m->ledger_.emplace(std::move(ledger));
   TIDAL_ASSIGN_OR_RETURN(market::DynamicPricer pricer,
                          market::DynamicPricer::Make(options.gpu_model, options.config.book, options.config.curve,
