@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "framework/gang.h"
 #include "scheduler/preemption.h"
@@ -228,7 +229,9 @@ Status TenantQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolva
     unfit_.push_back(0);
     waiting_by_shape_.push_back(0);
   }
-  e.quota_id = quota_ids_.try_emplace({e.tenant, e.quota}, static_cast<int32_t>(quota_ids_.size())).first->second;
+  const auto [quota, new_quota] = quota_ids_.try_emplace({e.tenant, e.quota}, static_cast<int32_t>(quota_ids_.size()));
+  if (new_quota) quota_keys_.push_back(quota->first);
+  e.quota_id = quota->second;
   if (verdicts_.size() < quota_ids_.size()) verdicts_.resize(quota_ids_.size());
   if (waiting_by_quota_.size() < quota_ids_.size()) waiting_by_quota_.resize(quota_ids_.size());
   e.seq = next_seq_++;
@@ -441,25 +444,46 @@ bool TenantQueue::AdmitsNow(const Entry& e) const {
   return FitsQuota(e);
 }
 
-bool TenantQueue::AdmitsWithout(const Entry& e, std::span<Entry* const> stopped) {
+bool TenantQueue::AdmitsWithout(const Entry& e, std::span<const int32_t> stopped_quotas) {
   if (AdmitsNow(e)) return true;
   // Summed per tenant first (the tree's usage moves the same whether a
   // tenant's jobs leave one by one or together), then removed and added
   // back exactly (integers); the verdicts cached for the lowered usage are
-  // dropped by the epoch bumps.
-  std::map<TenantId, tenancy::QuotaRequest> freed;
-  for (const Entry* v : stopped) {
-    tenancy::QuotaRequest& sum = freed[v->tenant];
-    for (const auto& [r, amount] : v->quota) {
-      auto it = std::find_if(sum.begin(), sum.end(), [&](const auto& x) { return x.first == r; });
-      if (it == sum.end()) sum.emplace_back(r, amount);
-      else it->second += amount;
-    }
+  // dropped by the epoch bumps. A victim search calls this with every
+  // eligible running job, so the jobs are counted per interned quota (one
+  // tenant and request) and the sums kept in flat buffers reused between
+  // calls, all zero outside this function.
+  if (freed_count_.size() < quota_keys_.size()) freed_count_.resize(quota_keys_.size(), 0);
+  freed_quotas_.clear();
+  for (int32_t q : stopped_quotas)
+    if (freed_count_[static_cast<size_t>(q)]++ == 0) freed_quotas_.push_back(q);
+  const size_t nr = static_cast<size_t>(usage_.num_resources());
+  const size_t cells = static_cast<size_t>(usage_.size()) * nr;
+  if (freed_.size() != cells) freed_.assign(cells, 0);
+  freed_tenants_.clear();
+  for (int32_t q : freed_quotas_) {
+    const auto& [t, request] = quota_keys_[static_cast<size_t>(q)];
+    const int64_t n = std::exchange(freed_count_[static_cast<size_t>(q)], 0);
+    int64_t* row = &freed_[static_cast<size_t>(t) * nr];
+    for (const auto& [r, amount] : request) row[static_cast<size_t>(r)] += n * amount;
+    freed_tenants_.push_back(t);
   }
+  std::sort(freed_tenants_.begin(), freed_tenants_.end());
+  freed_tenants_.erase(std::unique(freed_tenants_.begin(), freed_tenants_.end()), freed_tenants_.end());
+  auto request_of = [&](TenantId t) -> const tenancy::QuotaRequest& {
+    freed_request_.clear();
+    const int64_t* row = &freed_[static_cast<size_t>(t) * nr];
+    for (size_t r = 0; r < nr; ++r)
+      if (row[r] != 0) freed_request_.emplace_back(static_cast<tenancy::ResourceId>(r), row[r]);
+    return freed_request_;
+  };
   ++usage_epoch_;
-  for (const auto& [t, q] : freed) usage_.Remove(t, q);
+  for (TenantId t : freed_tenants_) usage_.Remove(t, request_of(t));
   const bool fits = AdmitsNow(e);
-  for (const auto& [t, q] : freed) usage_.Add(t, q);
+  for (TenantId t : freed_tenants_) {
+    usage_.Add(t, request_of(t));
+    std::fill_n(freed_.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(t) * nr), nr, 0);
+  }
   ++usage_epoch_;
   return fits;
 }
@@ -497,7 +521,7 @@ void TenantQueue::Start(Entry& e, const Placement& p, int64_t now, QueuePass& pa
   e.running_index = running_list_.size();
   running_list_.push_back(&e);
   running_hot_.push_back({.start_s = now, .attained_gpu_s = e.attained_gpu_s, .gpus = static_cast<int32_t>(GpusOf(e)),
-                          .priority = e.job->priority, .tenant = e.tenant, .tier = e.tier});
+                          .priority = e.job->priority, .tenant = e.tenant, .tier = e.tier, .quota_id = e.quota_id});
   Account(e, +1);
   pass.started.push_back(e.job);
   pass.ends.push_back(e.end_s);
@@ -573,6 +597,7 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     return usage > usage_.subtree(v.tenant, *gpu_res_);
   };
   std::vector<Entry*> eligible;
+  eligible_quotas_.clear();
   const int32_t my_priority = e.job->priority;
   for (size_t i = 0; i < running_hot_.size(); ++i) {
     const RunningHot& v = running_hot_[i];
@@ -586,12 +611,15 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     if (reclaim && v.tenant != e.tenant && v.tier != Tier::kGuaranteed) ok = true;
     // LAS on borrowed quota never overrides priority (no loop with it).
     if (!ok && las_borrowed && v.tier != Tier::kGuaranteed && v.priority <= my_priority && queue() > my_queue) ok = true;
-    if (ok) eligible.push_back(running_list_[i]);
+    if (ok) {
+      eligible.push_back(running_list_[i]);
+      eligible_quotas_.push_back(v.quota_id);
+    }
   }
   // A victim set is a subset of these, and stopping jobs only lowers usage:
   // if the quota would not admit the job with all of them stopped, no plan
   // can start it (the what-if below would fail on the quota every time).
-  if (eligible.empty() || !AdmitsWithout(e, eligible)) return false;
+  if (eligible.empty() || !AdmitsWithout(e, eligible_quotas_)) return false;
   std::vector<VictimCandidate> cands;
   const int64_t notice_s = NoticeFor(*e.job);
   for (Entry* vp : eligible) {
@@ -931,7 +959,8 @@ Status TenantQueue::CheckInvariants() const {
     const Entry& v = *running_list_[i];
     const RunningHot& h = running_hot_[i];
     if (!v.running || v.running_index != i || h.start_s != v.start_s || h.attained_gpu_s != v.attained_gpu_s ||
-        h.gpus != GpusOf(v) || h.priority != v.job->priority || h.tenant != v.tenant || h.tier != v.tier)
+        h.gpus != GpusOf(v) || h.priority != v.job->priority || h.tenant != v.tenant || h.tier != v.tier ||
+        h.quota_id != v.quota_id)
       return MakeError(ErrorCode::kInternal, "running job '{}' differs from its filter entry", v.job->name);
   }
   if (!tree_) return Ok();

@@ -216,8 +216,9 @@ class TenantQueue : public WorkQueue {
   void Start(Entry& e, const Placement& p, int64_t now, QueuePass& pass);
   void Account(Entry& e, int sign);
   bool AdmitsNow(const Entry& e) const;
-  // Whether the quota would admit `e` were the `stopped` jobs not running.
-  bool AdmitsWithout(const Entry& e, std::span<Entry* const> stopped);
+  // Whether the quota would admit `e` were the stopped jobs not running,
+  // given by their quota ids (Entry::quota_id, one per job).
+  bool AdmitsWithout(const Entry& e, std::span<const int32_t> stopped_quotas);
   // usage_.FitsOwnQuota / usage_.Fits for e's quota, remembered per
   // interned (tenant, quota) until the usage changes (a pass asks the same
   // question for thousands of waiting jobs with a handful of requests).
@@ -265,6 +266,7 @@ class TenantQueue : public WorkQueue {
     int32_t priority = 0;
     tenancy::TenantId tenant = tenancy::kNoTenant;
     tenancy::Tier tier = tenancy::Tier::kStandard;
+    int32_t quota_id = -1;  // Entry::quota_id
   };
   std::vector<RunningHot> running_hot_;  // parallel to running_list_
   void UnlistRunning(Entry& e);
@@ -279,6 +281,7 @@ class TenantQueue : public WorkQueue {
   std::vector<tenancy::TenantId> leaves_;
   std::map<JobShape, int32_t> shape_ids_;
   std::map<std::pair<tenancy::TenantId, tenancy::QuotaRequest>, int32_t> quota_ids_;
+  std::vector<std::pair<tenancy::TenantId, tenancy::QuotaRequest>> quota_keys_;  // by id (copies: Fork copies the queue)
   struct QuotaVerdict {
     uint64_t epoch = 0;  // usage_epoch_ the verdicts were taken at
     int8_t fits = -1, fits_own = -1;  // -1: not asked yet
@@ -286,6 +289,16 @@ class TenantQueue : public WorkQueue {
   mutable std::vector<QuotaVerdict> verdicts_;  // by quota id
   QuotaVerdict& VerdictOf(const Entry& e) const;  // e's, reset if the usage changed since
   uint64_t usage_epoch_ = 1;  // bumped by every change of usage_
+  // AdmitsWithout's scratch: victims per quota id and freed usage per
+  // [tenant][resource] (both zero between calls), the quota ids and tenants
+  // it touched, one tenant's freed request; TryPreempt's eligible victims'
+  // quota ids.
+  std::vector<int32_t> freed_count_;
+  std::vector<int32_t> freed_quotas_;
+  std::vector<int64_t> freed_;
+  std::vector<tenancy::TenantId> freed_tenants_;
+  tenancy::QuotaRequest freed_request_;
+  std::vector<int32_t> eligible_quotas_;
   // By leaf tenant: bumped when its own usage changes (a job of it starts or
   // stops). A waiting job's order key depends on its own tenant's usage
   // only, so within a pass it is recomputed only when this moved.

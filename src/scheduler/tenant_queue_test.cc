@@ -1316,6 +1316,65 @@ TEST(TenantQueue, NoTenantStatusesWithoutTenants) {
   EXPECT_EQ(a.usage_gpu_milli, 8000);
 }
 
+// The victim search asks first whether the quota would admit the job with
+// every eligible victim stopped, summing what they free per tenant and
+// resource in buffers it reuses. Two resources (gpu and memory; the jobs ask
+// for GPUs only), so a sum filed under the wrong tenant or resource, or left
+// over from an earlier search, moves the answer. org -> A (8 GPUs),
+// B (20, borrowing limit 0), C (12) on 5 x 8 GPUs.
+//  0: B's b1 (4 GPUs, priority 0), b2 and b3 (8 each, priority 9) fill
+//     B's floor; A's a1 (8) is within A's floor, a2 (8) borrows from C's
+//     idle floor. 4 GPUs stay free, on b1's node.
+//  100: C's c1 (8) reclaims. Eligible: all five (other tenants'); with them
+//     stopped the quota admits c1. Victims keep their tenant at its floor:
+//     one of A's, losing (100 + 60) x 8 (B has none to spare). One what-if.
+//  200: B's b4 (8, priority 5): over B's quota (20 + 8 > 20, no borrowing).
+//     Eligible for priority preemption: b1 only (b2, b3 outrank it). With
+//     b1 stopped it would fit b1's node, but B would hold 16 + 8 = 24 > 20: no
+//     victim set admits it, so no what-if (B's sums left over from the
+//     search at 100 would say otherwise).
+TEST(TenantQueue, TheQuotaCheckOverAllVictimsSumsPerTenantAndResource) {
+  std::vector<TenantSpec> specs;
+  auto spec = [&](const std::string& name, const std::string& parent, int64_t gpus, std::optional<int64_t> limit) {
+    TenantSpec s{.name = name, .parent = parent};
+    Quota q{.nominal = gpus * kMilliPerGpu};
+    if (limit) q.borrowing_limit = *limit * kMilliPerGpu;
+    s.quotas.push_back({"gpu", q});
+    s.quotas.push_back({"memory", Quota{.nominal = 1 << 20}});
+    specs.push_back(std::move(s));
+  };
+  spec("org", "", 0, std::nullopt);
+  spec("A", "org", 8, std::nullopt);
+  spec("B", "org", 20, 0);
+  spec("C", "org", 12, std::nullopt);
+  auto tree = TenantTree::Build(std::move(specs));
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;
+  ASSERT_EQ(tree->num_resources(), 2);
+  Harness h(5, std::make_shared<const TenantTree>(std::move(*tree)), QueuePolicy::kTidal);
+  const Job& b1 = h.Push("B", 4, 100000, 0, 0);
+  h.Push("B", 8, 100000, 0, 9);
+  h.Push("B", 8, 100000, 0, 9);
+  h.Push("A", 8, 100000, 0);
+  h.Push("A", 8, 100000, 0);
+  ASSERT_EQ(h.Schedule(0).started.size(), 5u);
+  ASSERT_EQ(h.Usage("A"), 16);
+  ASSERT_GE(h.NodeOf(b1), 0);
+  ASSERT_EQ(h.scheduler->cluster().free_whole_gpus(h.NodeOf(b1)), 4);
+  const Job& c1 = h.Push("C", 8, 1000, 100);
+  QueuePass p = h.Schedule(100);
+  EXPECT_EQ(h.Started(p), (Names{c1.name}));
+  ASSERT_EQ(p.preempted.size(), 1u);
+  EXPECT_EQ(p.preempted[0].job->group, "A");
+  EXPECT_EQ(p.preempted[0].lost_gpu_s, (100 + 60) * 8);
+  EXPECT_EQ(p.what_ifs, 1);
+  h.Push("B", 8, 1000, 200, 5);
+  p = h.Schedule(200);
+  EXPECT_TRUE(p.started.empty());
+  EXPECT_TRUE(p.preempted.empty());
+  EXPECT_EQ(p.what_ifs, 0);
+  EXPECT_EQ(h.Usage("B"), 20);
+}
+
 // A victim preempted in the very second its run would end has checkpointed
 // everything, yet it is still a job with work left: it resumes for 1 s (plus
 // the 60 s restart penalty), not 0. One 8-GPU node; A (floor 0) borrows it
