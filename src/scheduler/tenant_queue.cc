@@ -792,6 +792,9 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   // may start a chain (its victims search in turn), and a pass must stay
   // short. Searches for a floor that others hold are never capped.
   int32_t optional_searches = 0;
+  // A policy that never preempts skips the search (TryPreempt would find no
+  // rule that allows a victim) and its bookkeeping.
+  const bool can_preempt = preempts || options_.las_on_borrowed;
   auto may_search = [&](const Entry& x) {
     if (searched_in_vain(x)) return false;
     if (ReclaimRight(x) && OthersHoldFloor(x)) return true;
@@ -808,9 +811,11 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   std::vector<uint8_t> started(order.size(), 0);
   std::set<const Entry*> moved;
   const std::vector<uint64_t> stamps = tenant_usage_stamp_;  // as the keys were taken
+  // FIFO keys (priority, arrival) never move.
+  const bool keys_move = options_.order != TenantOrder::kFifo;
   auto usage_moved = [&](TenantId t) {
     const auto i = static_cast<size_t>(t);
-    return i < tenant_usage_stamp_.size() && tenant_usage_stamp_[i] != (i < stamps.size() ? stamps[i] : 0);
+    return keys_move && i < tenant_usage_stamp_.size() && tenant_usage_stamp_[i] != (i < stamps.size() ? stamps[i] : 0);
   };
   for (size_t i = 0; i < order.size(); ++i) {
     Entry& e = *order[i].second;
@@ -889,7 +894,7 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     }
     if (code != ErrorCode::kUnschedulable && code != ErrorCode::kDeferred) return std::unexpected(bound.error());
     if (code == ErrorCode::kUnschedulable) unfit[e.shape_id] = 1;
-    if (may_search(e)) {
+    if (can_preempt && may_search(e)) {
       const size_t before = pass.preempted.size();
       TIDAL_ASSIGN_OR_RETURN(bool ok, TryPreempt(e, now, pass));
       if (ok) {
