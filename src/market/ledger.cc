@@ -194,7 +194,7 @@ Status Ledger::Sync() const {
                      m.broken);
   if (m.unwritten.empty()) return Ok();
   Status written = store_->Write([&](store::Tx& tx) -> Status {
-    for (const TransferRecord& r : m.unwritten.records) TIDAL_RETURN_IF_ERROR(rows::InsertTransfer(tx, r));
+    TIDAL_RETURN_IF_ERROR(rows::InsertTransfers(tx, m.unwritten.records));
     for (const auto& [name, a] : m.unwritten.accounts) TIDAL_RETURN_IF_ERROR(rows::UpdateAccountBalances(tx, a));
     for (const auto& [id, h] : m.unwritten.holds) TIDAL_RETURN_IF_ERROR(rows::UpsertHold(tx, h));
     return Ok();

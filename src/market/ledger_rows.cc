@@ -193,6 +193,29 @@ Status InsertTransfer(store::Tx& tx, const TransferRecord& r) {
   return Ok();
 }
 
+Status InsertTransfers(store::Tx& tx, std::span<const TransferRecord> records) {
+  constexpr std::size_t kRows = 32;  // 416 parameters a statement: under SQLite's old limit of 999
+  static const std::string sql = [] {
+    std::string s = fmt::format("INSERT INTO ledger_transfers ({}) VALUES ", kTransferColumns);
+    for (std::size_t i = 0; i < kRows; ++i) s += i == 0 ? "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" : ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    return s;
+  }();
+  std::vector<Value> p;
+  p.reserve(kRows * 13);
+  std::size_t i = 0;
+  for (; i + kRows <= records.size(); i += kRows) {
+    p.clear();
+    for (const TransferRecord& r : records.subspan(i, kRows)) {
+      const Transfer& t = r.transfer;
+      p.insert(p.end(), {r.seq, t.id, t.debit, t.credit, t.amount, std::int64_t{t.flags}, t.pending_id, t.timeout_s,
+                         t.code, t.reference, t.reason, t.at_us, TransferResultName(r.result, r.result_field)});
+    }
+    TIDAL_RETURN_IF_ERROR(tx.Exec(sql, p));
+  }
+  for (; i < records.size(); ++i) TIDAL_RETURN_IF_ERROR(InsertTransfer(tx, records[i]));
+  return Ok();
+}
+
 Result<std::int64_t> MaxSeq(store::Tx& tx) {
   TIDAL_ASSIGN_OR_RETURN(store::Rows rs, tx.Query("SELECT MAX(seq) FROM ledger_transfers"));
   if (rs.rows.empty() || store::IsNull(rs.rows.front(), 0)) return std::int64_t{0};

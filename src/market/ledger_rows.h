@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -24,6 +25,8 @@ Result<std::optional<TransferRecord>> LoadTransfer(store::Tx& tx, std::string_vi
 Status ForEachTransfer(store::Tx& tx, const std::function<Status(const TransferRecord&)>& fn, std::int64_t page = 4096);
 Result<std::vector<TransferRecord>> LoadAccountTransfers(store::Tx& tx, std::string_view account);
 Status InsertTransfer(store::Tx& tx, const TransferRecord& r);
+// The same for many, several rows to a statement.
+Status InsertTransfers(store::Tx& tx, std::span<const TransferRecord> records);
 Result<std::int64_t> MaxSeq(store::Tx& tx);
 // Sum of accepted reversals of `id`.
 Result<Micros> ReversedAmount(store::Tx& tx, std::string_view id);

@@ -821,6 +821,44 @@ TEST_F(WriteBehindTest, AGroupTheStoreRefusesEndsTheLedger) {
   EXPECT_EQ(Stored(), 0);
 }
 
+// A group is written several rows to a statement (rows::InsertTransfers, 32
+// to one INSERT, the rest one by one): 75 transfers in groups of at least 40,
+// every field of every one read back as it was decided.
+TEST(WriteBehind, ManyRowsToAStatementKeepEveryField) {
+  auto db = store::testing::FreshStore(store::testing::Backend::kSqlite);
+  ASSERT_TRUE(db);
+  auto l = Ledger::Open((*db)->store(), {.sole_writer = true, .write_behind = 40});
+  ASSERT_TRUE(l);
+  ASSERT_TRUE(l->CreateAccount({.name = "ads"}));
+  ASSERT_TRUE(l->CreateAccount({.name = "search"}));
+  std::vector<Transfer> sent = {Grant("g", "ads", 5000 * kC)};
+  for (int i = 0; i < 74; ++i) {
+    Transfer t = i % 3 == 0 ? Pending(fmt::format("h{}", i), "ads", (i + 1) * kC, /*timeout_s=*/i, /*at_us=*/i * 7)
+                            : Plain(fmt::format("t{}", i), "ads", "search", (i + 1) * kC);
+    t.reference = fmt::format("job {}", i);
+    t.reason = i % 2 ? "r" : "";
+    t.at_us = i * 1000 + 1;
+    if (i == 73) t.amount = 100'000 * kC;  // refused: recorded with its result
+    sent.push_back(t);
+  }
+  for (std::size_t i = 0; i < sent.size(); i += 5) {
+    auto out = l->CreateTransfers(std::span(sent).subspan(i, std::min<std::size_t>(5, sent.size() - i)));
+    ASSERT_TRUE(out) << out.error().ToString();
+  }
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    auto r = l->GetTransfer(sent[i].id);
+    ASSERT_TRUE(r && *r) << sent[i].id;
+    EXPECT_EQ((*r)->seq, static_cast<std::int64_t>(i) + 1) << sent[i].id;
+    EXPECT_EQ((*r)->transfer, sent[i]) << sent[i].id;
+    EXPECT_EQ((*r)->result, i + 1 == sent.size() ? TransferResult::kExceedsCredits : TransferResult::kOk) << sent[i].id;
+  }
+  auto c = l->Check();
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->ok()) << ::testing::PrintToString(c->violations);
+  EXPECT_EQ(c->transfers, 74);
+  EXPECT_EQ(c->rejected, 1);
+}
+
 TEST(WriteBehind, AGroupOfOneIsEveryBatchAtOnce) {
   auto db = store::testing::FreshStore(store::testing::Backend::kSqlite);
   ASSERT_TRUE(db);
