@@ -196,7 +196,10 @@ Status Ledger::Sync() const {
   Status written = store_->Write([&](store::Tx& tx) -> Status {
     TIDAL_RETURN_IF_ERROR(rows::InsertTransfers(tx, m.unwritten.records));
     for (const auto& [name, a] : m.unwritten.accounts) TIDAL_RETURN_IF_ERROR(rows::UpdateAccountBalances(tx, a));
-    for (const auto& [id, h] : m.unwritten.holds) TIDAL_RETURN_IF_ERROR(rows::UpsertHold(tx, h));
+    std::vector<const Hold*> holds;
+    holds.reserve(m.unwritten.holds.size());
+    for (const auto& [id, h] : m.unwritten.holds) holds.push_back(&h);
+    TIDAL_RETURN_IF_ERROR(rows::UpsertHolds(tx, holds));
     return Ok();
   });
   if (!written) {

@@ -193,27 +193,50 @@ Status InsertTransfer(store::Tx& tx, const TransferRecord& r) {
   return Ok();
 }
 
-Status InsertTransfers(store::Tx& tx, std::span<const TransferRecord> records) {
-  constexpr std::size_t kRows = 32;  // 416 parameters a statement: under SQLite's old limit of 999
-  static const std::string sql = [] {
-    std::string s = fmt::format("INSERT INTO ledger_transfers ({}) VALUES ", kTransferColumns);
-    for (std::size_t i = 0; i < kRows; ++i) s += i == 0 ? "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" : ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-    return s;
-  }();
+namespace {
+
+// `head` VALUES (?, ...), (?, ...) ... `tail`: `rows` rows of `cols` values.
+std::string RowsSql(std::string_view head, std::size_t cols, std::size_t rows, std::string_view tail) {
+  std::string row = "(";
+  for (std::size_t c = 0; c < cols; ++c) row += c == 0 ? "?" : ", ?";
+  row += ")";
+  std::string s = fmt::format("{} VALUES ", head);
+  for (std::size_t r = 0; r < rows; ++r) s += (r == 0 ? "" : ", ") + row;
+  return s + std::string(tail);
+}
+
+constexpr std::size_t kRowsPerStatement = 32;  // 416 parameters at most: under SQLite's old limit of 999
+
+// Executes `many` (kRowsPerStatement rows) for whole chunks of `items` and
+// `one` for the rest; add(item, params) appends one row's values.
+template <class T, class Add>
+Status ExecRows(store::Tx& tx, const std::string& many, const std::string& one, std::span<const T> items, Add add) {
   std::vector<Value> p;
-  p.reserve(kRows * 13);
   std::size_t i = 0;
-  for (; i + kRows <= records.size(); i += kRows) {
+  for (; i + kRowsPerStatement <= items.size(); i += kRowsPerStatement) {
     p.clear();
-    for (const TransferRecord& r : records.subspan(i, kRows)) {
-      const Transfer& t = r.transfer;
-      p.insert(p.end(), {r.seq, t.id, t.debit, t.credit, t.amount, std::int64_t{t.flags}, t.pending_id, t.timeout_s,
-                         t.code, t.reference, t.reason, t.at_us, TransferResultName(r.result, r.result_field)});
-    }
-    TIDAL_RETURN_IF_ERROR(tx.Exec(sql, p));
+    for (const T& x : items.subspan(i, kRowsPerStatement)) add(x, p);
+    TIDAL_RETURN_IF_ERROR(tx.Exec(many, p));
   }
-  for (; i < records.size(); ++i) TIDAL_RETURN_IF_ERROR(InsertTransfer(tx, records[i]));
+  for (; i < items.size(); ++i) {
+    p.clear();
+    add(items[i], p);
+    TIDAL_RETURN_IF_ERROR(tx.Exec(one, p));
+  }
   return Ok();
+}
+
+}  // namespace
+
+Status InsertTransfers(store::Tx& tx, std::span<const TransferRecord> records) {
+  const std::string head = fmt::format("INSERT INTO ledger_transfers ({})", kTransferColumns);
+  static const std::string many = RowsSql(head, 13, kRowsPerStatement, "");
+  static const std::string one = RowsSql(head, 13, 1, "");
+  return ExecRows(tx, many, one, records, [](const TransferRecord& r, std::vector<Value>& p) {
+    const Transfer& t = r.transfer;
+    p.insert(p.end(), {r.seq, t.id, t.debit, t.credit, t.amount, std::int64_t{t.flags}, t.pending_id, t.timeout_s,
+                       t.code, t.reference, t.reason, t.at_us, TransferResultName(r.result, r.result_field)});
+  });
 }
 
 Result<std::int64_t> MaxSeq(store::Tx& tx) {
@@ -277,6 +300,17 @@ Status UpsertHold(store::Tx& tx, const Hold& h) {
                   kHoldColumns),
       p));
   return Ok();
+}
+
+Status UpsertHolds(store::Tx& tx, std::span<const Hold* const> holds) {
+  const std::string head = fmt::format("INSERT INTO ledger_holds ({})", kHoldColumns);
+  constexpr std::string_view kTail = " ON CONFLICT (id) DO UPDATE SET remaining = excluded.remaining, state = excluded.state";
+  static const std::string many = RowsSql(head, 7, kRowsPerStatement, kTail);
+  static const std::string one = RowsSql(head, 7, 1, kTail);
+  return ExecRows(tx, many, one, holds, [](const Hold* h, std::vector<Value>& p) {
+    p.insert(p.end(), {h->id, h->debit, h->credit, h->amount, h->remaining, std::string(HoldStateName(h->state)),
+                       h->expires_us});
+  });
 }
 
 }  // namespace tidal::market::rows

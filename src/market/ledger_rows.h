@@ -35,6 +35,8 @@ Result<std::optional<Hold>> LoadHold(store::Tx& tx, std::string_view id);
 Result<std::vector<Hold>> LoadHolds(store::Tx& tx, bool open_only);
 Result<std::vector<std::string>> ExpiredHoldIds(store::Tx& tx, std::int64_t now_us);
 Status UpsertHold(store::Tx& tx, const Hold& h);
+// The same for many, several rows to a statement; ids must be distinct.
+Status UpsertHolds(store::Tx& tx, std::span<const Hold* const> holds);
 
 std::optional<HoldState> ParseHoldState(std::string_view s);
 std::optional<AccountKind> ParseAccountKind(std::string_view s);
