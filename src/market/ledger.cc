@@ -169,7 +169,7 @@ Result<std::vector<TransferOutcome>> Ledger::CreateTransfers(std::span<const Tra
     if (!reads) {
       Batch b(nullptr, memo_.get());
       TIDAL_ASSIGN_OR_RETURN(out, b.Apply(batch));
-      b.CommitUnwritten(*memo_);
+      std::move(b).CommitUnwritten(*memo_);
       if (memo_->unwritten.records.size() >= memo_->write_behind) TIDAL_RETURN_IF_ERROR(Sync());
       return out;
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
 
 #include "market/ledger_rows.h"
 
@@ -86,11 +87,11 @@ void Batch::Commit(LedgerMemo& memo) const {
   if (seq_loaded_) memo.next_seq = state_.next_seq;
 }
 
-void Batch::CommitUnwritten(LedgerMemo& memo) const {
+void Batch::CommitUnwritten(LedgerMemo& memo) && {
   Commit(memo);
   LedgerMemo::Unwritten& u = memo.unwritten;
-  for (const auto& [id, rec] : state_.created)
-    if (rec.seq > 0) u.records.push_back(rec);
+  for (auto& [id, rec] : state_.created)
+    if (rec.seq > 0) u.records.push_back(std::move(rec));
   for (const auto& [name, a] : state_.accounts)
     if (a) u.accounts.insert_or_assign(name, *a);
   for (const auto& [id, h] : state_.holds)

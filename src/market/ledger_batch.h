@@ -58,8 +58,9 @@ class Batch {
   // After the store committed the flushed batch: `memo` takes what it wrote.
   void Commit(LedgerMemo& memo) const;
   // A write-behind batch, applied without a store: `memo` takes what it
-  // decided, and memo.unwritten what Flush would have written.
-  void CommitUnwritten(LedgerMemo& memo) const;
+  // decided, and memo.unwritten what Flush would have written (the records
+  // move there: the batch is spent).
+  void CommitUnwritten(LedgerMemo& memo) &&;
 
  private:
   struct State {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -331,7 +332,8 @@ Status MarketSim::MeterAll(int64_t to) {
   for (auto& [job, r] : runs_) {
     TIDAL_ASSIGN_OR_RETURN(MeterStep step, PrepareMeter(r, to));
     if (step.chain.empty()) continue;
-    batch.insert(batch.end(), step.chain.begin(), step.chain.end());
+    // Moved: the chain keeps its length, which settles the outcomes below.
+    batch.insert(batch.end(), std::make_move_iterator(step.chain.begin()), std::make_move_iterator(step.chain.end()));
     steps.push_back(std::move(step));
   }
   if (batch.empty()) return Ok();
@@ -401,7 +403,8 @@ Result<MarketSim::StopPlan> MarketSim::PrepareStop(const StopRequest& s, int64_t
                           .code = "release", .at_us = now * 1'000'000};
   plan.holds = !r.hold.empty() && r.held_left > 0;
   plan.release_now = plan.holds && (plan.step.chain.empty() || plan.step.from_hold < r.held_left);
-  batch.insert(batch.end(), plan.step.chain.begin(), plan.step.chain.end());
+  batch.insert(batch.end(), std::make_move_iterator(plan.step.chain.begin()),
+               std::make_move_iterator(plan.step.chain.end()));  // its length stays: SettleStop reads it
   if (plan.release_now) batch.push_back(plan.release);
   if (s.preempted && r.borrowed && s.lost_gpu_s > 0) {
     TIDAL_ASSIGN_OR_RETURN(Micros price, market::LockedPrice(pricer_->history(), r.lock, now));
