@@ -128,7 +128,9 @@ void ClusterState::ApplyMig(const NodeAssignment& a, JobId job, int sign) {
     const int compute = d.geometry->profile(s.profile).compute;
     if (sign > 0) {
       int64_t created = 0;
+      const int64_t destroyed = mig_counters_.instances_destroyed;
       (void)TakeSlice(d, s, job, "", &created, &mig_counters_.instances_destroyed);
+      if (created > 0 || mig_counters_.instances_destroyed != destroyed) ++mig_layout_version_;
       if (created > 0) {
         mig_counters_.instances_created += created;
         NormalizeDevice(d);
@@ -204,6 +206,7 @@ Status ClusterState::SetMigLayout(NodeId n, int32_t gpu, const mig::Layout& layo
   }
   mig_counters_.instances_created += static_cast<int64_t>(layout.instances.size()) - kept;
   ++version_[n];
+  ++mig_layout_version_;
   return Ok();
 }
 
@@ -234,6 +237,7 @@ Status ClusterState::DisableMig(NodeId n, int32_t gpu) {
     if (topo_ && free_whole_[n] != old_whole) UpdateHostAggregates(n, old_whole);
   }
   ++version_[n];
+  ++mig_layout_version_;
   return Ok();
 }
 

@@ -208,5 +208,45 @@ TEST(ClusterMig, BindDestroysFreeInstancesInTheWayButNeverHeldOnes) {
   EXPECT_TRUE(s.CheckInvariants());
 }
 
+// The MIG layout version moves exactly when some device's instances do:
+// entering MIG mode, creating or destroying instances (by a Bind or by
+// SetMigLayout) and leaving MIG mode; a job taking or leaving an instance
+// that exists, and a failed change, leave it.
+TEST(ClusterMig, TheLayoutVersionMovesWithTheInstancesOnly) {
+  ClusterState s = H100Node();
+  uint64_t v = s.mig_layout_version();
+  auto moved = [&] {
+    const uint64_t now = s.mig_layout_version();
+    const bool m = now != v;
+    v = now;
+    return m;
+  };
+  ASSERT_TRUE(s.Bind(1, MigJob(0, "2g.20gb", 2)));  // enters MIG mode, creates 2g@2
+  EXPECT_TRUE(moved());
+  ASSERT_TRUE(s.Unbind(1));
+  EXPECT_FALSE(moved());
+  ASSERT_TRUE(s.Bind(2, MigJob(0, "2g.20gb", 2)));  // the instance is there
+  EXPECT_FALSE(moved());
+  ASSERT_TRUE(s.Bind(3, MigJob(0, "1g.10gb", 0)));  // creates 1g@0
+  EXPECT_TRUE(moved());
+  ASSERT_FALSE(s.Bind(4, MigJob(0, "3g.40gb", 0)));  // would need held slices: refused
+  EXPECT_FALSE(moved());
+  ASSERT_TRUE(s.Unbind(2));
+  ASSERT_TRUE(s.Unbind(3));
+  EXPECT_FALSE(moved());
+  ASSERT_TRUE(s.Bind(5, MigJob(0, "4g.40gb", 0)));  // destroys the free 1g@0 and 2g@2 in its way
+  EXPECT_TRUE(moved());
+  ASSERT_TRUE(s.Unbind(5));
+  ASSERT_TRUE(s.SetMigLayout(0, 0, *mig::ParseLayout(G(), "7g.80gb@0")));
+  EXPECT_TRUE(moved());
+  ASSERT_FALSE(s.SetMigLayout(0, 9, {}));  // no such GPU
+  EXPECT_FALSE(moved());
+  ASSERT_TRUE(s.DisableMig(0, 0));
+  EXPECT_TRUE(moved());
+  const ClusterState copy = s;
+  EXPECT_EQ(copy.mig_layout_version(), s.mig_layout_version());
+  EXPECT_NE(copy.instance_id(), s.instance_id());
+}
+
 }  // namespace
 }  // namespace tidal

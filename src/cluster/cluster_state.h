@@ -222,6 +222,11 @@ class ClusterState {
   }
   // Devices in MIG mode, and the compute slices of theirs no job holds.
   int64_t mig_gpus() const { return mig_gpus_; }
+  // Bumped by every change of a device's MIG layout (SetMigLayout,
+  // DisableMig, a Bind that creates or merges instances; not by jobs taking
+  // or leaving existing ones): while it holds still, so do the instances of
+  // every device, and a record of them stays true.
+  uint64_t mig_layout_version() const { return mig_layout_version_; }
   // Devices of node n in MIG mode (a placer skips the others' scan).
   int32_t mig_gpus(NodeId n) const { 
     return static_cast<size_t>(n) < node_mig_gpus_.size() ? node_mig_gpus_[static_cast<size_t>(n)] : 0;
@@ -318,6 +323,7 @@ class ClusterState {
   std::vector<MigDevice> mig_;
   std::vector<int32_t> mig_free_slots_;  // indices of mig_ no device uses
   int64_t mig_gpus_ = 0;
+  uint64_t mig_layout_version_ = 0;
   std::vector<int32_t> node_mig_gpus_;  // per node (grown when a device enters MIG mode)
   int64_t mig_idle_compute_ = 0;
   MigCounters mig_counters_;

@@ -439,7 +439,7 @@ TEST(MigBefore, TellsEachReplicaWhatThePassReconfiguredForIt) {
   ASSERT_TRUE(c.Bind(1, MigOnN0(0, "3g.40gb", 0)));
   ASSERT_TRUE(c.Bind(9, MigOnN0(0, "1g.10gb", 6)));
   ASSERT_TRUE(c.Unbind(9));
-  const MigBefore before(c);
+  MigBefore before(c);
   ASSERT_TRUE(c.Bind(2, MigOnN0(0, "1g.10gb", 6)));
   ASSERT_TRUE(c.Bind(3, MigOnN0(0, "2g.20gb", 4)));
   ASSERT_TRUE(c.Bind(4, MigOnN0(1, "1g.10gb", 0)));
@@ -454,6 +454,39 @@ TEST(MigBefore, TellsEachReplicaWhatThePassReconfiguredForIt) {
   EXPECT_EQ(of(4), std::pair(true, true));
   EXPECT_EQ(of(5), std::pair(false, false));
   EXPECT_EQ(of(6), std::pair(false, false));
+  // Taken again (before the next pass; the record is reused only while no
+  // layout changed): what the last pass created is no longer new.
+  before.Take(c);
+  EXPECT_EQ(of(3), std::pair(false, false));
+  EXPECT_EQ(of(4), std::pair(false, false));
+  // A pass that changes no layout (job 8 takes the 1g@6 job 2 left): the
+  // record holds. Then job 7 takes 1g@0 on n1's GPU 2, which enters MIG
+  // mode (a Bind that creates): a new Take sees it.
+  ASSERT_TRUE(c.Unbind(2));
+  ASSERT_TRUE(c.Bind(8, MigOnN0(0, "1g.10gb", 6)));
+  before.Take(c);
+  EXPECT_EQ(of(8), std::pair(false, false));
+  Placement on_n1 = MigOnN0(0, "1g.10gb", 0);
+  on_n1.assignments[0].node = 1;
+  on_n1.assignments[0].mig[0].gpu = 2;
+  ASSERT_TRUE(c.Bind(7, on_n1));
+  EXPECT_EQ(of(7), std::pair(true, true));
+  before.Take(c);
+  EXPECT_EQ(of(7), std::pair(false, false));
+}
+
+// The record is of one cluster: another one at the same layout version (two
+// fresh clusters, one change each) is recorded anew.
+TEST(MigBefore, ARecordIsOfOneCluster) {
+  auto build = [] { return *ClusterState::Build({{"n0", 64000, 1 << 20, 2, "H100"}}); };
+  ClusterState a = build(), b = build();
+  ASSERT_TRUE(a.SetMigLayout(0, 0, *mig::ParseLayout(*mig::FindGeometry("H100"), "1g.10gb@6")));
+  ASSERT_TRUE(b.SetMigLayout(0, 1, *mig::ParseLayout(*mig::FindGeometry("H100"), "1g.10gb@6")));
+  ASSERT_EQ(a.mig_layout_version(), b.mig_layout_version());
+  MigBefore before(a);
+  before.Take(b);
+  ASSERT_TRUE(b.Bind(1, MigOnN0(1, "1g.10gb", 6)));
+  EXPECT_EQ(before.Of(b, 1).created, false);  // b's GPU 1 had it: nothing new
 }
 
 }  // namespace

@@ -267,6 +267,11 @@ int64_t InferenceFleets::NoticeFor(const Job& preemptor) const {
 }
 
 void MigBefore::Take(const ClusterState& c) {
+  // No layout changed since the last record of this cluster: it still holds.
+  if (taken_ && c.instance_id() == taken_cluster_ && c.mig_layout_version() == taken_version_) return;
+  taken_ = true;
+  taken_cluster_ = c.instance_id();
+  taken_version_ = c.mig_layout_version();
   slices_.clear();
   if (c.mig_gpus() == 0) return;
   for (NodeId n = 0; n < c.num_nodes(); ++n) {

@@ -174,6 +174,10 @@ class MigBefore {
   // (node * 1024 + gpu, instance) for every device in MIG mode, in that
   // order; a device with no instance has one entry with profile -1.
   std::vector<std::pair<int64_t, MigSlice>> slices_;
+  // The cluster and its MIG layout version the record was taken of: a Take
+  // of an unchanged layout keeps it (most passes change none).
+  bool taken_ = false;
+  uint64_t taken_cluster_ = 0, taken_version_ = 0;
 };
 
 class InferenceFleets {
