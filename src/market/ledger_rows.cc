@@ -179,20 +179,6 @@ Result<std::vector<TransferRecord>> LoadAccountTransfers(store::Tx& tx, std::str
   return All<TransferRecord>(rs, TransferFrom);
 }
 
-Status InsertTransfer(store::Tx& tx, const TransferRecord& r) {
-  const Transfer& t = r.transfer;
-  const std::array<Value, 13> p{r.seq,        t.id,          t.debit,
-                                t.credit,     t.amount,      std::int64_t{t.flags},
-                                t.pending_id, t.timeout_s,   t.code,
-                                t.reference,  t.reason,      t.at_us,
-                                TransferResultName(r.result, r.result_field)};
-  TIDAL_RETURN_IF_ERROR(tx.Exec(
-      fmt::format("INSERT INTO ledger_transfers ({}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                  kTransferColumns),
-      p));
-  return Ok();
-}
-
 namespace {
 
 // `head` VALUES (?, ...), (?, ...) ... `tail`: `rows` rows of `cols` values.
@@ -229,7 +215,7 @@ Status ExecRows(store::Tx& tx, const std::string& many, const std::string& one, 
 }  // namespace
 
 Status InsertTransfers(store::Tx& tx, std::span<const TransferRecord> records) {
-  const std::string head = fmt::format("INSERT INTO ledger_transfers ({})", kTransferColumns);
+  static const std::string head = fmt::format("INSERT INTO ledger_transfers ({})", kTransferColumns);
   static const std::string many = RowsSql(head, 13, kRowsPerStatement, "");
   static const std::string one = RowsSql(head, 13, 1, "");
   return ExecRows(tx, many, one, records, [](const TransferRecord& r, std::vector<Value>& p) {
@@ -238,6 +224,8 @@ Status InsertTransfers(store::Tx& tx, std::span<const TransferRecord> records) {
                        t.code, t.reference, t.reason, t.at_us, TransferResultName(r.result, r.result_field)});
   });
 }
+
+Status InsertTransfer(store::Tx& tx, const TransferRecord& r) { return InsertTransfers(tx, std::span(&r, 1)); }
 
 Result<std::int64_t> MaxSeq(store::Tx& tx) {
   TIDAL_ASSIGN_OR_RETURN(store::Rows rs, tx.Query("SELECT MAX(seq) FROM ledger_transfers"));
@@ -289,21 +277,8 @@ Result<std::vector<std::string>> ExpiredHoldIds(store::Tx& tx, std::int64_t now_
   return ids;
 }
 
-Status UpsertHold(store::Tx& tx, const Hold& h) {
-  const std::array<Value, 7> p{h.id,        h.debit,
-                               h.credit,    h.amount,
-                               h.remaining, std::string(HoldStateName(h.state)),
-                               h.expires_us};
-  TIDAL_RETURN_IF_ERROR(tx.Exec(
-      fmt::format("INSERT INTO ledger_holds ({}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE "
-                  "SET remaining = excluded.remaining, state = excluded.state",
-                  kHoldColumns),
-      p));
-  return Ok();
-}
-
 Status UpsertHolds(store::Tx& tx, std::span<const Hold* const> holds) {
-  const std::string head = fmt::format("INSERT INTO ledger_holds ({})", kHoldColumns);
+  static const std::string head = fmt::format("INSERT INTO ledger_holds ({})", kHoldColumns);
   constexpr std::string_view kTail = " ON CONFLICT (id) DO UPDATE SET remaining = excluded.remaining, state = excluded.state";
   static const std::string many = RowsSql(head, 7, kRowsPerStatement, kTail);
   static const std::string one = RowsSql(head, 7, 1, kTail);
@@ -311,6 +286,11 @@ Status UpsertHolds(store::Tx& tx, std::span<const Hold* const> holds) {
     p.insert(p.end(), {h->id, h->debit, h->credit, h->amount, h->remaining, std::string(HoldStateName(h->state)),
                        h->expires_us});
   });
+}
+
+Status UpsertHold(store::Tx& tx, const Hold& h) {
+  const Hold* one = &h;
+  return UpsertHolds(tx, std::span(&one, 1));
 }
 
 }  // namespace tidal::market::rows
