@@ -68,6 +68,9 @@ TenantQueue::TenantQueue(Scheduler& scheduler, std::shared_ptr<const tenancy::Te
     meter_.emplace(*tree_, options_.half_life_s);
     gpu_res_ = tree_->resource("gpu");
     leaves_ = tree_->Leaves();
+    const size_t cells = static_cast<size_t>(tree_->size()) * static_cast<size_t>(tree_->num_resources());
+    held_all_.assign(cells, 0);
+    held_free_.assign(cells, 0);
   }
   if (!tree_) options_.quotas = false;
 }
@@ -322,6 +325,11 @@ void TenantQueue::Account(Entry& e, int sign) {
   ++tenant_usage_stamp_[static_cast<size_t>(e.tenant)];
   if (sign > 0) usage_.Add(e.tenant, e.quota);
   else usage_.Remove(e.tenant, e.quota);
+  const size_t row = static_cast<size_t>(e.tenant) * static_cast<size_t>(usage_.num_resources());
+  for (const auto& [r, amount] : e.quota) {
+    held_all_[row + static_cast<size_t>(r)] += sign * amount;
+    if (e.tier != Tier::kGuaranteed) held_free_[row + static_cast<size_t>(r)] += sign * amount;
+  }
   meter_->AddRate(e.tenant, sign * static_cast<double>(e.request.job->TotalGpuMilli()) / kMilliPerGpu);
 }
 
@@ -470,6 +478,31 @@ bool TenantQueue::AdmitsWithout(const Entry& e, std::span<const int32_t> stopped
   }
   std::sort(freed_tenants_.begin(), freed_tenants_.end());
   freed_tenants_.erase(std::unique(freed_tenants_.begin(), freed_tenants_.end()), freed_tenants_.end());
+  return AdmitsWithFreed(e);
+}
+
+bool TenantQueue::AdmitsWithoutAny(const Entry& e, bool las, bool prio, bool reclaim, bool las_borrowed) {
+  if (AdmitsNow(e)) return true;
+  const size_t nr = static_cast<size_t>(usage_.num_resources());
+  const size_t cells = static_cast<size_t>(usage_.size()) * nr;
+  if (freed_.size() != cells) freed_.assign(cells, 0);
+  freed_tenants_.clear();
+  for (TenantId t = 0; t < usage_.size(); ++t) {
+    const bool own = t == e.tenant;
+    const std::vector<int64_t>* held = nullptr;
+    if (las || (own && prio)) held = &held_all_;
+    else if (las_borrowed || (!own && reclaim)) held = &held_free_;
+    if (held == nullptr) continue;
+    const size_t row = static_cast<size_t>(t) * nr;
+    bool any = false;
+    for (size_t r = 0; r < nr; ++r) any = (freed_[row + r] = (*held)[row + r]) != 0 || any;
+    if (any) freed_tenants_.push_back(t);
+  }
+  return AdmitsWithFreed(e);
+}
+
+bool TenantQueue::AdmitsWithFreed(const Entry& e) {
+  const size_t nr = static_cast<size_t>(usage_.num_resources());
   auto request_of = [&](TenantId t) -> const tenancy::QuotaRequest& {
     freed_request_.clear();
     const int64_t* row = &freed_[static_cast<size_t>(t) * nr];
@@ -586,6 +619,9 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
     const bool lower = prio && !prios.empty() && *prios.begin() < e.job->priority;
     if (!borrower && !lower) return false;
   }
+  // Nor can a search start it when its quota would not admit it even with
+  // every job any rule may take for it stopped (most searches end here).
+  if (!AdmitsWithoutAny(e, las, prio, reclaim, las_borrowed)) return false;
   const int32_t my_queue = las || las_borrowed ? LasQueue(e, now) : 0;
   // A victim's tenant must still be borrowing after the victims chosen
   // before it (a tenant at or below its floor is never a victim).
@@ -970,8 +1006,18 @@ Status TenantQueue::CheckInvariants() const {
   }
   if (!tree_) return Ok();
   tenancy::TenantTree fresh = *tree_;
-  for (const auto& [id, e] : entries_)
-    if (e.running) fresh.Add(e.tenant, e.quota);
+  std::vector<int64_t> all(held_all_.size(), 0), free(held_free_.size(), 0);
+  const size_t nr = static_cast<size_t>(tree_->num_resources());
+  for (const auto& [id, e] : entries_) {
+    if (!e.running) continue;
+    fresh.Add(e.tenant, e.quota);
+    for (const auto& [r, amount] : e.quota) {
+      all[static_cast<size_t>(e.tenant) * nr + static_cast<size_t>(r)] += amount;
+      if (e.tier != Tier::kGuaranteed) free[static_cast<size_t>(e.tenant) * nr + static_cast<size_t>(r)] += amount;
+    }
+  }
+  if (all != held_all_ || free != held_free_)
+    return MakeError(ErrorCode::kInternal, "the running jobs' requests per tenant drifted from their sums");
   if (fresh.raw_usage() != usage_.raw_usage()) {
     return MakeError(ErrorCode::kInternal, "quota usage drifted from the running jobs' requests");
   }

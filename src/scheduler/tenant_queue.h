@@ -219,6 +219,16 @@ class TenantQueue : public WorkQueue {
   // Whether the quota would admit `e` were the stopped jobs not running,
   // given by their quota ids (Entry::quota_id, one per job).
   bool AdmitsWithout(const Entry& e, std::span<const int32_t> stopped_quotas);
+  // Whether the quota could admit `e` were every running job that a victim
+  // rule may ever take for it stopped: by tenant, all of its jobs where the
+  // rule takes any (LAS, priority within `e`'s tenant), its non-guaranteed
+  // ones where only those go (reclaim, LAS on borrowed quota). A superset
+  // of any victim set, read from held_ in O(tenants x resources): if it
+  // fails, every search for `e` fails on the quota.
+  bool AdmitsWithoutAny(const Entry& e, bool las, bool prio, bool reclaim, bool las_borrowed);
+  // The freed_ rows of freed_tenants_ taken off the usage: does the quota
+  // admit `e` then? Leaves the usage as it was and the rows zero.
+  bool AdmitsWithFreed(const Entry& e);
   // usage_.FitsOwnQuota / usage_.Fits for e's quota, remembered per
   // interned (tenant, quota) until the usage changes (a pass asks the same
   // question for thousands of waiting jobs with a handful of requests).
@@ -299,6 +309,9 @@ class TenantQueue : public WorkQueue {
   std::vector<tenancy::TenantId> freed_tenants_;
   tenancy::QuotaRequest freed_request_;
   std::vector<int32_t> eligible_quotas_;
+  // By [tenant][resource]: the quota requests of the jobs accounted in
+  // usage_ (Account), all of them and the non-guaranteed ones.
+  std::vector<int64_t> held_all_, held_free_;
   // By leaf tenant: bumped when its own usage changes (a job of it starts or
   // stops). A waiting job's order key depends on its own tenant's usage
   // only, so within a pass it is recomputed only when this moved.
