@@ -487,7 +487,7 @@ bool TenantQueue::AdmitsWithoutAny(const Entry& e, bool las, bool prio, bool rec
   const size_t cells = static_cast<size_t>(usage_.size()) * nr;
   if (freed_.size() != cells) freed_.assign(cells, 0);
   freed_tenants_.clear();
-  for (TenantId t = 0; t < usage_.size(); ++t) {
+  for (TenantId t : leaves_) {  // jobs run in leaves only (Push)
     const bool own = t == e.tenant;
     const std::vector<int64_t>* held = nullptr;
     if (las || (own && prio)) held = &held_all_;

@@ -741,10 +741,14 @@ TEST(TenantQueue, PriorityPreemptsOnlyWithinTheTenant) {
 // would work: it releases the victims and re-checks AdmitsNow. The same gap
 // means a guaranteed tenant at its floor can never let a higher-priority
 // job of its own displace a lower one.
+// The same for a guaranteed-tier A: a tenant's own priority rule takes its
+// guaranteed jobs too (only other tenants may not).
 TEST(TenantQueue, PriorityPreemptionWhenTheTenantsQuotaIsFull) {
-  for (const QueuePolicy policy : {QueuePolicy::kKueue, QueuePolicy::kTidal}) {
+  for (const QueuePolicy policy : {QueuePolicy::kKueue, QueuePolicy::kTidal})
+  for (const Tier tier : {Tier::kStandard, Tier::kGuaranteed}) {
     SCOPED_TRACE(QueuePolicyName(policy));
-    Harness h(2, Tree({{"A", 8}, {"B", 8}}), policy);
+    SCOPED_TRACE(tenancy::TierName(tier));
+    Harness h(2, Tree({{"A", 8, tier}, {"B", 8}}), policy);
     const Job& lo = h.Push("A", 8, 100000, 0, 0);
     h.Push("B", 8, 100000, 0);
     h.Schedule(0);
@@ -1373,6 +1377,46 @@ TEST(TenantQueue, TheQuotaCheckOverAllVictimsSumsPerTenantAndResource) {
   EXPECT_TRUE(p.preempted.empty());
   EXPECT_EQ(p.what_ifs, 0);
   EXPECT_EQ(h.Usage("B"), 20);
+}
+
+// The quota check before a victim search frees every resource of every
+// tenant a rule may take from: here memory binds. org -> A (8 GPUs, 1000
+// MiB), B (8 GPUs, 1000 MiB), both may borrow; 2 x 8 GPUs. B runs b2 (8
+// GPUs, no memory) from 0 and b1 (8 GPUs, 1500 MiB: 500 borrowed from A)
+// from 100. A's a1 (8 GPUs, 1000 MiB) at 1000 fits A's floor, but the
+// cohort has no GPU and only 500 MiB left: A reclaims. Only b1 frees both;
+// it is also the cheaper victim ((900 + 60) x 8 lost).
+TEST(TenantQueue, TheQuotaCheckBeforeASearchFreesEveryResource) {
+  std::vector<TenantSpec> specs;
+  auto spec = [&](const std::string& name, const std::string& parent, int64_t gpus, int64_t mib) {
+    TenantSpec s{.name = name, .parent = parent};
+    s.quotas.push_back({"gpu", Quota{.nominal = gpus * kMilliPerGpu}});
+    s.quotas.push_back({"memory", Quota{.nominal = mib}});
+    specs.push_back(std::move(s));
+  };
+  spec("org", "", 0, 0);
+  spec("A", "org", 8, 1000);
+  spec("B", "org", 8, 1000);
+  auto tree = TenantTree::Build(std::move(specs));
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;
+  Harness h(2, std::make_shared<const TenantTree>(std::move(*tree)), QueuePolicy::kTidal);
+  auto push = [&](const std::string& tenant, int64_t mib, int64_t now) -> const Job& {
+    h.NewJob(tenant, 8, 100000);
+    h.jobs.back().memory_mib = mib;
+    h.jobs.back().submit_time_s = now;
+    std::vector<UnresolvableJob> u;
+    EXPECT_TRUE(h.queue->Push(h.jobs.back(), u).has_value());
+    EXPECT_TRUE(u.empty());
+    return h.jobs.back();
+  };
+  const Job& b2 = push("B", 0, 0);
+  EXPECT_EQ(h.Started(h.Schedule(0)), (Names{b2.name}));
+  const Job& b1 = push("B", 1500, 100);
+  EXPECT_EQ(h.Started(h.Schedule(100)), (Names{b1.name}));
+  const Job& a1 = push("A", 1000, 1000);
+  QueuePass p = h.Schedule(1000);
+  EXPECT_EQ(h.Preempted(p), (Lost{{b1.name, (900 + 60) * 8}}));
+  EXPECT_EQ(h.Started(p), (Names{a1.name}));
 }
 
 // A victim preempted in the very second its run would end has checkpointed
