@@ -124,6 +124,9 @@ struct QueuePass {
   // Victim sets tried on the placer (victims released, the job placed, the
   // victims bound again when it failed): the costly part of preemption.
   int64_t what_ifs = 0;
+  // Victim searches that read the running jobs (those a quota check over
+  // every possible victim did not end first).
+  int64_t victim_scans = 0;
 };
 
 struct WaitingShape {

@@ -71,6 +71,7 @@ TenantQueue::TenantQueue(Scheduler& scheduler, std::shared_ptr<const tenancy::Te
     const size_t cells = static_cast<size_t>(tree_->size()) * static_cast<size_t>(tree_->num_resources());
     held_all_.assign(cells, 0);
     held_free_.assign(cells, 0);
+    freed_.assign(cells, 0);
   }
   if (!tree_) options_.quotas = false;
 }
@@ -466,8 +467,6 @@ bool TenantQueue::AdmitsWithout(const Entry& e, std::span<const int32_t> stopped
   for (int32_t q : stopped_quotas)
     if (freed_count_[static_cast<size_t>(q)]++ == 0) freed_quotas_.push_back(q);
   const size_t nr = static_cast<size_t>(usage_.num_resources());
-  const size_t cells = static_cast<size_t>(usage_.size()) * nr;
-  if (freed_.size() != cells) freed_.assign(cells, 0);
   freed_tenants_.clear();
   for (int32_t q : freed_quotas_) {
     const auto& [t, request] = quota_keys_[static_cast<size_t>(q)];
@@ -484,8 +483,6 @@ bool TenantQueue::AdmitsWithout(const Entry& e, std::span<const int32_t> stopped
 bool TenantQueue::AdmitsWithoutAny(const Entry& e, bool las, bool prio, bool reclaim, bool las_borrowed) {
   if (AdmitsNow(e)) return true;
   const size_t nr = static_cast<size_t>(usage_.num_resources());
-  const size_t cells = static_cast<size_t>(usage_.size()) * nr;
-  if (freed_.size() != cells) freed_.assign(cells, 0);
   freed_tenants_.clear();
   for (TenantId t : leaves_) {  // jobs run in leaves only (Push)
     const bool own = t == e.tenant;
@@ -622,6 +619,7 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
   // Nor can a search start it when its quota would not admit it even with
   // every job any rule may take for it stopped (most searches end here).
   if (!AdmitsWithoutAny(e, las, prio, reclaim, las_borrowed)) return false;
+  ++pass.victim_scans;
   const int32_t my_queue = las || las_borrowed ? LasQueue(e, now) : 0;
   // A victim's tenant must still be borrowing after the victims chosen
   // before it (a tenant at or below its floor is never a victim).

@@ -309,8 +309,9 @@ class TenantQueue : public WorkQueue {
   std::vector<tenancy::TenantId> freed_tenants_;
   tenancy::QuotaRequest freed_request_;
   std::vector<int32_t> eligible_quotas_;
-  // By [tenant][resource]: the quota requests of the jobs accounted in
-  // usage_ (Account), all of them and the non-guaranteed ones.
+  // By [tenant][resource], sized with the tree: the quota requests of the
+  // jobs accounted in usage_ (Account), all of them and the non-guaranteed
+  // ones.
   std::vector<int64_t> held_all_, held_free_;
   // By leaf tenant: bumped when its own usage changes (a job of it starts or
   // stops). A waiting job's order key depends on its own tenant's usage

@@ -1419,6 +1419,26 @@ TEST(TenantQueue, TheQuotaCheckBeforeASearchFreesEveryResource) {
   EXPECT_EQ(h.Started(p), (Names{a1.name}));
 }
 
+// ... and it frees no other tenant's guaranteed jobs: org -> A (standard,
+// 8), G (8, guaranteed or standard) on 2 x 8 GPUs. A runs lo (8, priority
+// 0), G runs g1 (8). A's hi (16, priority 5) needs G's 8 as well: with G
+// guaranteed no victim set can free them, and the search ends at the quota
+// check before reading the running jobs; with G standard it reads them.
+TEST(TenantQueue, TheQuotaCheckBeforeASearchLeavesOthersGuaranteedJobs) {
+  for (const Tier tier : {Tier::kGuaranteed, Tier::kStandard}) {
+    SCOPED_TRACE(tenancy::TierName(tier));
+    Harness h(2, Tree({{"A", 8}, {"G", 8, tier}}), QueuePolicy::kTidal);
+    h.Push("A", 8, 100000, 0, 0);
+    h.Push("G", 8, 100000, 0);
+    ASSERT_EQ(h.Schedule(0).started.size(), 2u);
+    h.Push("A", 16, 100, 100, 5);
+    QueuePass p = h.Schedule(100);
+    EXPECT_EQ(p.victim_scans, tier == Tier::kGuaranteed ? 0 : 1);
+    EXPECT_TRUE(p.preempted.empty());
+    EXPECT_TRUE(p.started.empty());
+  }
+}
+
 // A victim preempted in the very second its run would end has checkpointed
 // everything, yet it is still a job with work left: it resumes for 1 s (plus
 // the 60 s restart penalty), not 0. One 8-GPU node; A (floor 0) borrows it
