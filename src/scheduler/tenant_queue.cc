@@ -602,6 +602,8 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
   // Cheap necessary conditions before a search over every running job:
   // reclaim and LAS-on-borrowed need a borrowing tenant (or a spot job),
   // priority a lower-priority job of its own tenant.
+  const auto& prios = running_priorities_[e.tenant];
+  const bool lower = prio && !prios.empty() && *prios.begin() < e.job->priority;
   if (!las) {
     bool borrower = spot_running_ > 0;
     if (!borrower && tree_ && gpu_res_) {
@@ -612,13 +614,12 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
         }
       }
     }
-    const auto& prios = running_priorities_[e.tenant];
-    const bool lower = prio && !prios.empty() && *prios.begin() < e.job->priority;
     if (!borrower && !lower) return false;
   }
   // Nor can a search start it when its quota would not admit it even with
-  // every job any rule may take for it stopped (most searches end here).
-  if (!AdmitsWithoutAny(e, las, prio, reclaim, las_borrowed)) return false;
+  // every job any rule may take for it stopped (most searches end here);
+  // the priority rule takes none when its tenant runs no lower priority.
+  if (!AdmitsWithoutAny(e, las, lower, reclaim, las_borrowed)) return false;
   ++pass.victim_scans;
   const int32_t my_queue = las || las_borrowed ? LasQueue(e, now) : 0;
   // A victim's tenant must still be borrowing after the victims chosen

@@ -221,7 +221,8 @@ class TenantQueue : public WorkQueue {
   bool AdmitsWithout(const Entry& e, std::span<const int32_t> stopped_quotas);
   // Whether the quota could admit `e` were every running job that a victim
   // rule may ever take for it stopped: by tenant, all of its jobs where the
-  // rule takes any (LAS, priority within `e`'s tenant), its non-guaranteed
+  // rule takes any (LAS; priority within `e`'s tenant, when it runs jobs
+  // of lower priority: `prio`), its non-guaranteed
   // ones where only those go (reclaim, LAS on borrowed quota). A superset
   // of any victim set, read from held_ in O(tenants x resources): if it
   // fails, every search for `e` fails on the quota.

@@ -1423,19 +1423,48 @@ TEST(TenantQueue, TheQuotaCheckBeforeASearchFreesEveryResource) {
 // 8), G (8, guaranteed or standard) on 2 x 8 GPUs. A runs lo (8, priority
 // 0), G runs g1 (8). A's hi (16, priority 5) needs G's 8 as well: with G
 // guaranteed no victim set can free them, and the search ends at the quota
-// check before reading the running jobs; with G standard it reads them.
+// check before reading the running jobs; with G standard tidal's LAS on
+// borrowed quota might take g1, and it reads them, but Kueue (no reclaim
+// right: hi is above A's floor) takes only A's own lower-priority jobs.
 TEST(TenantQueue, TheQuotaCheckBeforeASearchLeavesOthersGuaranteedJobs) {
+  for (const QueuePolicy policy : {QueuePolicy::kTidal, QueuePolicy::kKueue})
   for (const Tier tier : {Tier::kGuaranteed, Tier::kStandard}) {
+    SCOPED_TRACE(QueuePolicyName(policy));
     SCOPED_TRACE(tenancy::TierName(tier));
-    Harness h(2, Tree({{"A", 8}, {"G", 8, tier}}), QueuePolicy::kTidal);
+    Harness h(2, Tree({{"A", 8}, {"G", 8, tier}}), policy);
     h.Push("A", 8, 100000, 0, 0);
     h.Push("G", 8, 100000, 0);
     ASSERT_EQ(h.Schedule(0).started.size(), 2u);
     h.Push("A", 16, 100, 100, 5);
     QueuePass p = h.Schedule(100);
-    EXPECT_EQ(p.victim_scans, tier == Tier::kGuaranteed ? 0 : 1);
+    EXPECT_EQ(p.victim_scans, tier == Tier::kStandard && policy == QueuePolicy::kTidal ? 1 : 0);
     EXPECT_TRUE(p.preempted.empty());
     EXPECT_TRUE(p.started.empty());
+  }
+}
+
+// ... nor its own tenant's jobs of the same priority: org -> I (guaranteed,
+// 8), A (0; borrows the organisation's 8) on 2 x 8 GPUs. I runs i1 (8,
+// priority 0), A a1 (8). I's i2 (8) waits at I's floor: of priority 0 no
+// search reads the running jobs (an inference service's replicas above its
+// floor, every pass); of priority 1 it takes i1's place.
+TEST(TenantQueue, TheQuotaCheckBeforeASearchTakesNoJobOfTheSamePriority) {
+  for (const int32_t priority : {0, 1}) {
+    SCOPED_TRACE(priority);
+    Harness h(2, Tree({{"I", 8, Tier::kGuaranteed}, {"A", 0}}, 8), QueuePolicy::kTidal);
+    const Job& i1 = h.Push("I", 8, 100000, 0, 0);
+    h.Push("A", 8, 100000, 0);
+    ASSERT_EQ(h.Schedule(0).started.size(), 2u);
+    const Job& i2 = h.Push("I", 8, 100, 100, priority);
+    QueuePass p = h.Schedule(100);
+    EXPECT_EQ(p.victim_scans, priority);
+    if (priority == 0) {
+      EXPECT_TRUE(p.preempted.empty());
+      EXPECT_TRUE(p.started.empty());
+    } else {
+      EXPECT_EQ(h.Preempted(p), (Lost{{i1.name, (100 + 60) * 8}}));
+      EXPECT_EQ(h.Started(p), (Names{i2.name}));
+    }
   }
 }
 
