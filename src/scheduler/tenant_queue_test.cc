@@ -1468,6 +1468,37 @@ TEST(TenantQueue, TheQuotaCheckBeforeASearchTakesNoJobOfTheSamePriority) {
   }
 }
 
+// No borrower, no lower priority: a search ends before any quota check or
+// read of the running jobs. org -> A (8), B (8), both at their floors on
+// 2 x 8 GPUs; A's a2 (8) waits.
+TEST(TenantQueue, NoSearchWhenNobodyBorrowsAndNothingRunsAtLowerPriority) {
+  Harness h(2, Tree({{"A", 8}, {"B", 8}}), QueuePolicy::kTidal);
+  h.Push("A", 8, 100000, 0);
+  h.Push("B", 8, 100000, 0);
+  ASSERT_EQ(h.Schedule(0).started.size(), 2u);
+  h.Push("A", 8, 100, 100);
+  QueuePass p = h.Schedule(100);
+  EXPECT_EQ(p.victim_scans, 0);
+  EXPECT_TRUE(p.started.empty());
+  EXPECT_TRUE(p.preempted.empty());
+}
+
+// Reclaim alone (no priority rule, no LAS on borrowed quota) and a job with
+// no reclaim right that the quota admits but nothing has room for: the
+// search finds no rule and the job keeps waiting, then starts when room
+// frees. org (16) -> A (0) on one 8-GPU node: a1 (8, 100 s), a2 (8).
+TEST(TenantQueue, ASearchWithNoRuleLeavesTheJobWaiting) {
+  Harness h(1, Tree({{"A", 0}}, 16), QueuePolicy::kTidal, [](TenantQueueOptions& o) {
+    o.priority_preemption = false;
+    o.las_on_borrowed = false;
+  });
+  const Job& a1 = h.Push("A", 8, 100, 0);
+  const Job& a2 = h.Push("A", 8, 100, 0);
+  EXPECT_EQ(h.Started(h.Schedule(0)), (Names{a1.name}));
+  h.Finish(a1);
+  EXPECT_EQ(h.Started(h.Schedule(100)), (Names{a2.name}));
+}
+
 // A victim preempted in the very second its run would end has checkpointed
 // everything, yet it is still a job with work left: it resumes for 1 s (plus
 // the 60 s restart penalty), not 0. One 8-GPU node; A (floor 0) borrows it
