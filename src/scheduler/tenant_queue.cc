@@ -757,44 +757,44 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     for (size_t sid = 0; sid < unfit_.size() && !any; ++sid) any = waiting_by_shape_[sid] > 0 && !unfit_[sid];
     if (!any) return pass;
   }
+  // The order is built group by group (a group is one tenant and quota
+  // request, listed in FIFO key order): each group's keys are one run,
+  // sorted only where not ascending already (within a group they mostly
+  // are: one tenant's fair share and floor class; an entry in another LAS
+  // queue, or another age under Slurm's order, may not be), and the runs
+  // are merged. Keys are unique (seq), so this is the sorted order
+  // whatever order the groups are read in.
   // Without preemption a pass only adds usage, so a job its quota does not
-  // admit now is not admitted later in the pass: it is skipped, and it needs
-  // no place in the order. Its verdict is the same as every waiting job's
-  // with the same tenant and quota request (static partitions' long queues
-  // hold thousands of them behind full partitions).
+  // admit now is not admitted later in the pass: it is skipped, and its
+  // group, whose verdict is the same for all of it, needs no place in the
+  // order (static partitions' long queues hold thousands of jobs behind
+  // full partitions).
   const bool preempts = options_.reclaim || options_.priority_preemption;
+  auto less = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::vector<std::pair<OrderKey, Entry*>> keyed;
+  std::vector<std::pair<size_t, size_t>> runs;  // [begin, end) in keyed
+  keyed.reserve(waiting_.size());
+  for (const auto& group : waiting_by_quota_) {
+    if (group.empty() || (!preempts && !AdmitsNow(*group.front().second))) continue;
+    const size_t begin = keyed.size();
+    for (const auto& [key, e] : group) keyed.push_back({options_.order == TenantOrder::kFifo ? key : KeyOf(*e, now), e});
+    const auto first = keyed.begin() + static_cast<std::ptrdiff_t>(begin);
+    if (!std::is_sorted(first, keyed.end(), less)) std::sort(first, keyed.end(), less);
+    runs.push_back({begin, keyed.size()});
+  }
   std::vector<std::pair<OrderKey, Entry*>> order;
-  if (preempts) {
-    order.reserve(waiting_.size());
-    for (Entry* e : waiting_) order.push_back({KeyOf(*e, now), e});
-    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (runs.size() <= 1) {
+    order = std::move(keyed);
   } else {
-    // By quota group: one verdict per group (a group is one tenant, so one
-    // tier class). Under FIFO the groups, each in key order, are merged;
-    // otherwise the keys move with time and are sorted. Keys are unique
-    // (seq), so the order does not depend on the order groups are read in.
-    std::vector<std::pair<size_t, size_t>> heap;  // (group, position), the smallest key on top
-    auto later = [&](const auto& a, const auto& b) {
-      return waiting_by_quota_[b.first][b.second].first < waiting_by_quota_[a.first][a.second].first;
-    };
-    for (size_t g = 0; g < waiting_by_quota_.size(); ++g) {
-      const auto& group = waiting_by_quota_[g];
-      if (group.empty() || !AdmitsNow(*group.front().second)) continue;
-      if (options_.order == TenantOrder::kFifo) heap.push_back({g, 0});
-      else
-        for (const auto& [key, e] : group) order.push_back({KeyOf(*e, now), e});
-    }
-    if (options_.order == TenantOrder::kFifo) {
-      std::make_heap(heap.begin(), heap.end(), later);
-      while (!heap.empty()) {
-        std::pop_heap(heap.begin(), heap.end(), later);
-        auto& [g, pos] = heap.back();
-        order.push_back(waiting_by_quota_[g][pos]);
-        if (++pos < waiting_by_quota_[g].size()) std::push_heap(heap.begin(), heap.end(), later);
-        else heap.pop_back();
-      }
-    } else {
-      std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    order.reserve(keyed.size());
+    auto later = [&](const auto& a, const auto& b) { return keyed[b.first].first < keyed[a.first].first; };
+    std::make_heap(runs.begin(), runs.end(), later);  // (next, end) of each run, the smallest next on top
+    while (!runs.empty()) {
+      std::pop_heap(runs.begin(), runs.end(), later);
+      auto& [next, run_end] = runs.back();
+      order.push_back(keyed[next]);
+      if (++next < run_end) std::push_heap(runs.begin(), runs.end(), later);
+      else runs.pop_back();
     }
   }
 
@@ -1003,6 +1003,17 @@ Status TenantQueue::CheckInvariants() const {
         h.quota_id != v.quota_id)
       return MakeError(ErrorCode::kInternal, "running job '{}' differs from its filter entry", v.job->name);
   }
+  // The order of a pass is built from the groups: they list every waiting job once.
+  size_t listed = 0;
+  for (size_t g = 0; g < waiting_by_quota_.size(); ++g) {
+    for (const auto& [key, e] : waiting_by_quota_[g]) {
+      if (e->running || static_cast<size_t>(e->quota_id) != g || !(key == FifoKey(*e)))
+        return MakeError(ErrorCode::kInternal, "waiting job '{}' is listed in the wrong quota group", e->job->name);
+    }
+    listed += waiting_by_quota_[g].size();
+  }
+  if (listed != waiting_.size())
+    return MakeError(ErrorCode::kInternal, "{} jobs wait but the quota groups list {}", waiting_.size(), listed);
   if (!tree_) return Ok();
   tenancy::TenantTree fresh = *tree_;
   std::vector<int64_t> all(held_all_.size(), 0), free(held_free_.size(), 0);
