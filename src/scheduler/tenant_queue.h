@@ -220,12 +220,12 @@ class TenantQueue : public WorkQueue {
   // given by their quota ids (Entry::quota_id, one per job).
   bool AdmitsWithout(const Entry& e, std::span<const int32_t> stopped_quotas);
   // Whether the quota could admit `e` were every running job that a victim
-  // rule may ever take for it stopped: by tenant, all of its jobs where the
-  // rule takes any (LAS; priority within `e`'s tenant, when it runs jobs
-  // of lower priority: `prio`), its non-guaranteed
-  // ones where only those go (reclaim, LAS on borrowed quota). A superset
-  // of any victim set, read from held_ in O(tenants x resources): if it
-  // fails, every search for `e` fails on the quota.
+  // rule may ever take for it stopped: by tenant, all of its jobs where a
+  // rule takes any (LAS; priority within `e`'s tenant when a job of lower
+  // priority runs there: `prio`), its non-guaranteed ones where only those
+  // go (reclaim, LAS on borrowed quota). A superset of any victim set, read
+  // from held_all_ / held_free_ in O(tenants x resources): if it fails,
+  // every search for `e` fails on the quota.
   bool AdmitsWithoutAny(const Entry& e, bool las, bool prio, bool reclaim, bool las_borrowed);
   // The freed_ rows of freed_tenants_ taken off the usage: does the quota
   // admit `e` then? Leaves the usage as it was and the rows zero.

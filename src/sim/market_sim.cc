@@ -288,21 +288,13 @@ Result<MarketSim::MeterStep> MarketSim::PrepareMeter(Run& r, int64_t to) {
     step.chain.push_back(Transfer{.id = id + "c", .debit = Name(r.tenant), .credit = std::string(market::kRevenue),
                                   .amount = m.total - step.from_hold, .code = "charge",
                                   .reference = fmt::format("job {}", r.job), .at_us = to * 1'000'000});
-  // A borrowing run's charge: the lenders' share to the tenants whose floor is idle.
+  // A borrowing run's charge: the lenders' share to the tenants whose floor
+  // is idle, owed once the charge is paid (SettleMeter) and paid at the next
+  // metering tick (PayLenders): no charge, no share.
   if (r.tier == Tier::kStandard && r.borrowed) {
     TIDAL_ASSIGN_OR_RETURN(market::LendingSplit split,
                            market::SplitBorrowedCharge(m.total, options_.config.lender_share_ppm));
     step.lenders = Lenders(split.to_lender);
-    Micros share = 0;
-    for (const auto& [t, part] : step.lenders) share += part;
-    // Into escrow with the charge (linked: no charge, no share); the pool
-    // pays each lender what it is owed once per metering interval, so a run
-    // writes one transfer for its lenders instead of one per lender.
-    if (share > 0)
-      step.chain.push_back(Transfer{.id = id + "l", .debit = std::string(market::kRevenue),
-                                    .credit = std::string(market::kLendingPool), .amount = share,
-                                    .code = "lending_share", .reference = fmt::format("job {}", r.job),
-                                    .at_us = to * 1'000'000});
   }
   for (size_t k = 0; k + 1 < step.chain.size(); ++k) step.chain[k].flags |= tf::kLinked;
   return step;
@@ -350,7 +342,18 @@ Status MarketSim::MeterAll(int64_t to) {
 }
 
 Status MarketSim::PayLenders(int64_t at) {
+  // The interval's shares go from @revenue into escrow in @lending-pool in
+  // one transfer, and the pool pays each lender what it is owed, linked
+  // (one transfer per lender per interval, not one per lender per run, and
+  // one escrow per interval, not one per borrowing run's charge).
   std::vector<Transfer> chain;
+  Micros escrow = 0;
+  for (tenancy::TenantId t : leaves_) escrow += owed_[static_cast<size_t>(t)];
+  if (escrow > 0)
+    chain.push_back(Transfer{.id = fmt::format("lend{}.escrow", payouts_), .debit = std::string(market::kRevenue),
+                             .credit = std::string(market::kLendingPool), .amount = escrow, .flags = tf::kLinked,
+                             .code = "lending_share", .reference = "lenders' share of the interval's borrowing charges",
+                             .at_us = at * 1'000'000});
   for (tenancy::TenantId t : leaves_)
     if (const Micros part = owed_[static_cast<size_t>(t)]; part > 0)
       chain.push_back(Transfer{.id = fmt::format("lend{}.{}", payouts_, t), .debit = std::string(market::kLendingPool),
@@ -362,8 +365,8 @@ Status MarketSim::PayLenders(int64_t at) {
   ++payouts_;
   bool ok = false;
   TIDAL_RETURN_IF_ERROR(Apply(std::move(chain), &ok));
-  // The pool holds exactly what is owed (escrowed with each charge).
-  if (!ok) return MakeError(ErrorCode::kInternal, "market: the lending pool could not pay what it owes");
+  // @revenue holds every paid charge, the shares included.
+  if (!ok) return MakeError(ErrorCode::kInternal, "market: the lenders' share could not be paid out of @revenue");
   for (tenancy::TenantId t : leaves_) {
     results_[static_cast<size_t>(t)].lending_credits += owed_[static_cast<size_t>(t)];
     owed_[static_cast<size_t>(t)] = 0;

@@ -9,8 +9,8 @@
 // protection window), a run of a tenant over budget the spot price. A
 // borrowing run's charge is split: the lenders' share goes to the tenants
 // whose floors are idle at that moment, in proportion to their idle floor
-// (escrowed in @lending-pool with the charge, paid to each lender once per
-// metering interval). A
+// (owed once the charge is paid; escrowed in @lending-pool and paid to each
+// lender once per metering interval). A
 // borrowing run preempted before it is done is compensated for the work it
 // lost. A run whose work is done but which keeps its GPUs (a zombie) is fed
 // idle samples; the detector notifies, charges rising keep fees and reclaims

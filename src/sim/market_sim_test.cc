@@ -178,9 +178,10 @@ TEST(MarketSim, BorrowingRunPaysLendersHalf) {
   EXPECT_EQ(f.Of(r, "ads").runs_borrowed, 1);
 }
 
-// The lenders' share is escrowed in @lending-pool with each borrowing charge
-// and paid once per metering tick, one transfer per lender however many runs
-// borrowed; what a run that ends between ticks escrows is paid at the end.
+// The lenders' share of each paid borrowing charge is escrowed in
+// @lending-pool once per metering tick, one transfer for all the interval's
+// charges, and paid in the same chain, one transfer per lender however many
+// runs borrowed; what a run that ends between ticks owes is paid at the next.
 // ads (8-GPU floor) borrows 4 GPUs twice from search and video, whose 8-GPU
 // floors are idle: each charge of 4 GPU-h x 1.0 sends 2 credits to the pool,
 // 1 for each lender.
@@ -208,7 +209,7 @@ TEST(MarketSim, TheLendingPoolPaysEachLenderOncePerTick) {
     usage[static_cast<size_t>(ads)] = 12000;
     ASSERT_TRUE(m.Observe(kT0 + 3600, 12000, usage));
     ASSERT_TRUE(m.Advance(kT0 + 5400));
-    ASSERT_TRUE(m.Stop(3, kT0 + 5400, false, 0));  // escrows 1 credit, paid at the end
+    ASSERT_TRUE(m.Stop(3, kT0 + 5400, false, 0));  // owes 1 credit, paid at the next tick
     ASSERT_TRUE(m.Advance(kT0 + 7200));
     ASSERT_TRUE(m.Stop(1, kT0 + 7200, false, 0));
     auto r = m.Finish();
@@ -232,9 +233,20 @@ TEST(MarketSim, TheLendingPoolPaysEachLenderOncePerTick) {
       credits.emplace_back(t.at_us / 1'000'000 - kT0, t.amount);
     }
     // One transfer at the tick for both runs' shares; run 3's last half hour
-    // when the replay ends (at the last stop, 7200).
+    // at the next tick, 7200 (also the last stop).
     EXPECT_EQ(credits, (std::vector<std::pair<int64_t, Micros>>{{3600, 2 * kC}, {7200, 500'000}})) << lender;
   }
+  auto pool_lines = ledger->Statement(market::kLendingPool);
+  ASSERT_TRUE(pool_lines) << pool_lines.error().ToString();
+  std::vector<std::pair<int64_t, Micros>> escrows;  // (time, amount)
+  for (const market::StatementLine& l : *pool_lines) {
+    const market::Transfer& t = l.record.transfer;
+    if (t.credit != market::kLendingPool) continue;
+    EXPECT_EQ(t.code, "lending_share");
+    EXPECT_EQ(t.debit, market::kRevenue);
+    escrows.emplace_back(t.at_us / 1'000'000 - kT0, t.amount);
+  }
+  EXPECT_EQ(escrows, (std::vector<std::pair<int64_t, Micros>>{{3600, 4 * kC}, {7200, kC}}));
   auto pool = ledger->GetAccount(market::kLendingPool);
   ASSERT_TRUE(pool && *pool);
   EXPECT_EQ((*pool)->balance(), 0);  // paid out whole
