@@ -124,6 +124,7 @@ Result<std::unique_ptr<MarketSim>> MarketSim::Make(const MarketSimOptions& optio
   m->usage_milli_.assign(n, 0);
   m->over_budget_.assign(n, false);
   m->owed_.assign(n, 0);
+  m->reclaim_owed_.assign(n, 0);
   m->results_.resize(n);
   std::vector<Transfer> grants;
   const std::optional<tenancy::ResourceId> gpu = tree.resource("gpu");
@@ -360,16 +361,26 @@ Status MarketSim::PayLenders(int64_t at) {
                                .credit = Name(t), .amount = part, .flags = tf::kLinked, .code = "lending_credit",
                                .reference = "lenders' share of the interval's borrowing charges",
                                .at_us = at * 1'000'000});
+  // And the fees of the interval's reclaimed zombies on borrowed capacity,
+  // one transfer per lender.
+  for (tenancy::TenantId t : leaves_)
+    if (const Micros part = reclaim_owed_[static_cast<size_t>(t)]; part > 0)
+      chain.push_back(Transfer{.id = fmt::format("lend{}.reclaim{}", payouts_, t),
+                               .debit = std::string(market::kPenalties), .credit = Name(t), .amount = part,
+                               .flags = tf::kLinked, .code = "reclaim_credit",
+                               .reference = "fees of the interval's reclaimed zombies on borrowed capacity",
+                               .at_us = at * 1'000'000});
   if (chain.empty()) return Ok();
   chain.back().flags &= ~tf::kLinked;
   ++payouts_;
   bool ok = false;
   TIDAL_RETURN_IF_ERROR(Apply(std::move(chain), &ok));
-  // @revenue holds every paid charge, the shares included.
-  if (!ok) return MakeError(ErrorCode::kInternal, "market: the lenders' share could not be paid out of @revenue");
+  // @revenue holds every paid charge, the shares included, and @penalties
+  // every paid fee.
+  if (!ok) return MakeError(ErrorCode::kInternal, "market: the lenders' credits could not be paid");
   for (tenancy::TenantId t : leaves_) {
-    results_[static_cast<size_t>(t)].lending_credits += owed_[static_cast<size_t>(t)];
-    owed_[static_cast<size_t>(t)] = 0;
+    results_[static_cast<size_t>(t)].lending_credits += std::exchange(owed_[static_cast<size_t>(t)], 0);
+    results_[static_cast<size_t>(t)].reclaim_credits += std::exchange(reclaim_owed_[static_cast<size_t>(t)], 0);
   }
   return Ok();
 }
@@ -496,24 +507,11 @@ Result<std::vector<JobId>> MarketSim::SampleZombies(int64_t upto) {
         if (a.kind == market::HoardActionKind::kReclaim) {
           ++reclaimed_;
           reclaim.push_back(job);
-          // The fees of a zombie on borrowed capacity credit the lenders of it.
-          if (r.borrowed && r.fees > 0) {
-            std::vector<Transfer> chain;
-            const auto lenders = Lenders(r.fees);
-            for (const auto& [t, part] : lenders)
-              if (part > 0)
-                chain.push_back(Transfer{.id = fmt::format("{}.reclaim{}", RunId(r), t),
-                                         .debit = std::string(market::kPenalties), .credit = Name(t), .amount = part,
-                                         .flags = tf::kLinked, .code = "reclaim_credit",
-                                         .reference = fmt::format("job {}", job), .at_us = a.at_s * 1'000'000});
-            if (!chain.empty()) {
-              chain.back().flags &= ~tf::kLinked;
-              bool ok = false;
-              TIDAL_RETURN_IF_ERROR(Apply(chain, &ok));
-              if (ok)
-                for (const auto& [t, part] : lenders) results_[static_cast<size_t>(t)].reclaim_credits += part;
-            }
-          }
+          // The fees of a zombie on borrowed capacity credit the lenders of
+          // it (what @penalties holds of its paid fees), paid with the
+          // lenders' shares at the next metering tick.
+          if (r.borrowed && r.fees > 0)
+            for (const auto& [t, part] : Lenders(r.fees)) reclaim_owed_[static_cast<size_t>(t)] += part;
         }
       }
       r.next_sample += options_.sample_interval_s;

@@ -210,7 +210,8 @@ class MarketSim {
   std::vector<int64_t> floor_milli_;   // by tenant id
   std::vector<int64_t> usage_milli_;   // by tenant id, at the last Advance
   std::vector<bool> over_budget_;
-  std::vector<market::Micros> owed_;  // by tenant id: lending credits escrowed in the pool, not yet paid
+  std::vector<market::Micros> owed_;  // by tenant id: lenders' shares of paid charges, not yet paid
+  std::vector<market::Micros> reclaim_owed_;  // by tenant id: reclaimed zombies' fees owed to lenders, not yet paid
   int64_t payouts_ = 0;
   std::vector<TenantMarketResult> results_;  // by tenant id
   std::map<JobId, Run> runs_;

@@ -420,6 +420,77 @@ TEST(MarketSim, ZombieIsNotifiedChargedAndReclaimed) {
   EXPECT_EQ(r.penalties, 10 * kC);
 }
 
+// A reclaimed zombie's fees on borrowed capacity go to the lenders of it
+// with the lenders' shares at the next metering tick: one reclaim_credit per
+// lender, out of @penalties. ads, search and video have 8-GPU floors; ads
+// runs 8 GPUs in its floor and 4 borrowed (search's and video's idle floors
+// lend 2 each); the borrowed run idles from 4000 s, is charged fees and
+// reclaimed at 22000 s (idle 1800 s -> notice, +1800 s -> fees, +14400 s);
+// its fees reach search and video at 25200 s, half each.
+TEST(MarketSim, AReclaimedZombiesFeesReachItsLendersAtTheNextTick) {
+  const std::string path = ::testing::TempDir() + "/market_sim_reclaim.db";
+  std::remove(path.c_str());
+  Micros fees = 0;
+  {
+    auto made_tree = tenancy::ProportionalTenants({{"ads", 1.0}, {"search", 1.0}, {"video", 1.0}}, 24);
+    ASSERT_TRUE(made_tree) << made_tree.error().ToString();
+    const tenancy::TenantTree tree = std::move(*made_tree);
+    const auto ads = tree.Find("ads");
+    std::vector<int64_t> usage(static_cast<size_t>(tree.size()), 0);
+    usage[static_cast<size_t>(ads)] = 12000;
+    auto made = MarketInFile(tree, path, 24000, 48 * 3600);
+    ASSERT_TRUE(made);
+    MarketSim& m = *made;
+    ASSERT_TRUE(m.Start(1, ads, 8000, kT0, kT0 + 48 * 3600, false));
+    ASSERT_TRUE(m.Start(2, ads, 4000, kT0, kT0 + 3600, true));
+    ASSERT_TRUE(m.Advance(kT0));
+    ASSERT_TRUE(m.Observe(kT0, 12000, usage));
+    ASSERT_TRUE(m.Advance(kT0 + 4000));
+    ASSERT_TRUE(m.Idle(2, kT0 + 4000));
+    std::vector<JobId> reclaimed;
+    int64_t at = 4000;
+    while (reclaimed.empty() && at < 48 * 3600) {
+      at = m.NextWake() - kT0;
+      auto r = m.Advance(kT0 + at);
+      ASSERT_TRUE(r) << r.error().ToString();
+      reclaimed = *r;
+      ASSERT_TRUE(m.Observe(kT0 + at, 12000, usage));
+    }
+    ASSERT_EQ(reclaimed, std::vector<JobId>{2});
+    EXPECT_EQ(at, 22000);
+    ASSERT_TRUE(m.Stop(2, kT0 + at, false, 0));
+    usage[static_cast<size_t>(ads)] = 8000;
+    ASSERT_TRUE(m.Observe(kT0 + at, 8000, usage));
+    ASSERT_TRUE(m.Advance(kT0 + 7 * 3600));
+    ASSERT_TRUE(m.Stop(1, kT0 + 7 * 3600, false, 0));
+    auto r = m.Finish();
+    ASSERT_TRUE(r) << r.error().ToString();
+    ASSERT_TRUE(r->check.ok()) << ::testing::PrintToString(r->check.violations);
+    for (const auto& t : r->tenants) {
+      if (t.name == "ads") fees = t.hoarding_fees;
+      else EXPECT_EQ(t.reclaim_credits, fees / 2) << t.name;
+    }
+    ASSERT_GT(fees, 0);
+  }
+  auto st = store::OpenStore("sqlite:" + path);
+  ASSERT_TRUE(st) << st.error().ToString();
+  auto ledger = market::Ledger::Open(**st);
+  ASSERT_TRUE(ledger) << ledger.error().ToString();
+  for (const char* lender : {"search", "video"}) {
+    auto lines = ledger->Statement(lender);
+    ASSERT_TRUE(lines) << lines.error().ToString();
+    std::vector<std::pair<int64_t, Micros>> credits;  // (time, amount)
+    for (const market::StatementLine& l : *lines) {
+      const market::Transfer& t = l.record.transfer;
+      if (t.code != "reclaim_credit") continue;
+      EXPECT_EQ(t.debit, market::kPenalties);
+      credits.emplace_back(t.at_us / 1'000'000 - kT0, t.amount);
+    }
+    EXPECT_EQ(credits, (std::vector<std::pair<int64_t, Micros>>{{25200, fees / 2}})) << lender;
+  }
+  std::remove(path.c_str());
+}
+
 // Every ledger entry carries the simulated time in microseconds (found by
 // mutation testing, seeds 1 and 2: a charge's and a hoarding fee's time
 // were not checked). ads runs 4 GPUs planned for 1 h but for 2 h: the
