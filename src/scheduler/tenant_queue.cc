@@ -429,29 +429,37 @@ TenantQueue::OrderKey TenantQueue::KeyOf(const Entry& e, int64_t now) const {
   return k;
 }
 
-TenantQueue::QuotaVerdict& TenantQueue::VerdictOf(const Entry& e) const {
-  QuotaVerdict& v = verdicts_[static_cast<size_t>(e.quota_id)];
+TenantQueue::QuotaVerdict& TenantQueue::VerdictOf(int32_t quota_id) const {
+  QuotaVerdict& v = verdicts_[static_cast<size_t>(quota_id)];
   if (v.epoch != usage_epoch_) v = {.epoch = usage_epoch_};  // the usage changed: ask again
   return v;
 }
 
-bool TenantQueue::FitsOwn(const Entry& e) const {
-  QuotaVerdict& v = VerdictOf(e);
-  if (v.fits_own < 0) v.fits_own = usage_.FitsOwnQuota(e.tenant, e.quota) ? 1 : 0;
+bool TenantQueue::FitsOwn(int32_t quota_id) const {
+  QuotaVerdict& v = VerdictOf(quota_id);
+  if (v.fits_own < 0) {
+    const auto& [tenant, quota] = quota_keys_[static_cast<size_t>(quota_id)];
+    v.fits_own = usage_.FitsOwnQuota(tenant, quota) ? 1 : 0;
+  }
   return v.fits_own == 1;
 }
 
-bool TenantQueue::FitsQuota(const Entry& e) const {
-  QuotaVerdict& v = VerdictOf(e);
-  if (v.fits < 0) v.fits = usage_.Fits(e.tenant, e.quota) ? 1 : 0;
+bool TenantQueue::FitsQuota(int32_t quota_id) const {
+  QuotaVerdict& v = VerdictOf(quota_id);
+  if (v.fits < 0) {
+    const auto& [tenant, quota] = quota_keys_[static_cast<size_t>(quota_id)];
+    v.fits = usage_.Fits(tenant, quota) ? 1 : 0;
+  }
   return v.fits == 1;
 }
 
-bool TenantQueue::AdmitsNow(const Entry& e) const {
+bool TenantQueue::AdmitsNow(int32_t quota_id, Tier tier) const {
   if (!options_.quotas) return true;
-  if (e.tier == Tier::kGuaranteed) return FitsOwn(e);
-  return FitsQuota(e);
+  if (tier == Tier::kGuaranteed) return FitsOwn(quota_id);
+  return FitsQuota(quota_id);
 }
+
+bool TenantQueue::AdmitsNow(const Entry& e) const { return AdmitsNow(e.quota_id, e.tier); }
 
 bool TenantQueue::AdmitsWithout(const Entry& e, std::span<const int32_t> stopped_quotas) {
   if (AdmitsNow(e)) return true;
@@ -518,18 +526,18 @@ bool TenantQueue::AdmitsWithFreed(const Entry& e) {
   return fits;
 }
 
-bool TenantQueue::OthersHoldFloor(const Entry& e) const {
+bool TenantQueue::OthersHoldFloor(TenantId tenant) const {
   if (!gpu_res_) return false;
   const ClusterState& c = scheduler_->cluster();
   // Others hold more than the capacity outside its floor (a floor above the
   // cluster's size counts as the whole cluster).
   const int64_t total = c.total_gpu_milli();
-  const int64_t others = c.total_gpu_milli_allocated() - usage_.usage(e.tenant, *gpu_res_);
-  return others > std::max<int64_t>(0, total - usage_.subtree(e.tenant, *gpu_res_));
+  const int64_t others = c.total_gpu_milli_allocated() - usage_.usage(tenant, *gpu_res_);
+  return others > std::max<int64_t>(0, total - usage_.subtree(tenant, *gpu_res_));
 }
 
-bool TenantQueue::ReclaimRight(const Entry& e) const {
-  return options_.reclaim && options_.quotas && e.tier != Tier::kSpot && FitsOwn(e);
+bool TenantQueue::ReclaimRight(int32_t quota_id, Tier tier) const {
+  return options_.reclaim && options_.quotas && tier != Tier::kSpot && FitsOwn(quota_id);
 }
 
 int64_t TenantQueue::RunSeconds(const Entry& e) const {

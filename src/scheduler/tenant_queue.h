@@ -233,11 +233,17 @@ class TenantQueue : public WorkQueue {
   // usage_.FitsOwnQuota / usage_.Fits for e's quota, remembered per
   // interned (tenant, quota) until the usage changes (a pass asks the same
   // question for thousands of waiting jobs with a handful of requests).
-  bool FitsOwn(const Entry& e) const;
-  bool FitsQuota(const Entry& e) const;
-  bool ReclaimRight(const Entry& e) const;
-  // Others hold part of its floor: their GPUs > total - floor.
-  bool OthersHoldFloor(const Entry& e) const;
+  // The same by interned quota id and tier (what a pass's order carries).
+  bool FitsOwn(const Entry& e) const { return FitsOwn(e.quota_id); }
+  bool FitsQuota(const Entry& e) const { return FitsQuota(e.quota_id); }
+  bool FitsOwn(int32_t quota_id) const;
+  bool FitsQuota(int32_t quota_id) const;
+  bool AdmitsNow(int32_t quota_id, tenancy::Tier tier) const;
+  bool ReclaimRight(const Entry& e) const { return ReclaimRight(e.quota_id, e.tier); }
+  bool ReclaimRight(int32_t quota_id, tenancy::Tier tier) const;
+  // Others hold part of its tenant's floor: their GPUs > total - floor.
+  bool OthersHoldFloor(const Entry& e) const { return OthersHoldFloor(e.tenant); }
+  bool OthersHoldFloor(tenancy::TenantId tenant) const;
   // Tries to make room for e by preemption; true if e was started.
   Result<bool> TryPreempt(Entry& e, int64_t now, QueuePass& pass);
   // notice_s: the checkpoint write the preemptor gives its victims, < 0 none.
@@ -298,7 +304,7 @@ class TenantQueue : public WorkQueue {
     int8_t fits = -1, fits_own = -1;  // -1: not asked yet
   };
   mutable std::vector<QuotaVerdict> verdicts_;  // by quota id
-  QuotaVerdict& VerdictOf(const Entry& e) const;  // e's, reset if the usage changed since
+  QuotaVerdict& VerdictOf(int32_t quota_id) const;  // reset if the usage changed since
   uint64_t usage_epoch_ = 1;  // bumped by every change of usage_
   // AdmitsWithout's scratch: victims per quota id and freed usage per
   // [tenant][resource] (both zero between calls), the quota ids and tenants
