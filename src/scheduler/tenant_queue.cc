@@ -99,7 +99,7 @@ std::unique_ptr<WorkQueue> TenantQueue::Fork(Scheduler& scheduler, const JobLook
   auto entry = [&](const Entry* old) { return &f->entries_.at(old->job->id); };
   for (Entry*& p : f->waiting_) p = entry(p);
   for (auto& group : f->waiting_by_quota_)
-    for (auto& [key, p] : group) p = entry(p);
+    for (Keyed& k : group) k = f->ListedOf(*entry(k.e));  // its job, and so its run, may be the fork's
   for (Entry*& p : f->running_list_) p = entry(p);
   for (auto& [shape, w] : f->shapes_) w.request.job = remap(w.request.job);
   f->head_ = remap(head_);
@@ -248,18 +248,24 @@ Status TenantQueue::Push(const Job& job, std::vector<UnresolvableJob>& unresolva
   return Ok();
 }
 
+TenantQueue::Keyed TenantQueue::ListedOf(Entry& e) const {
+  return {.key = FifoKey(e), .e = &e, .planned_run = e.job->PlannedRun(e.remaining_s), .shape_id = e.shape_id,
+          .quota_id = e.quota_id, .priority = e.job->priority, .num_gpu = e.request.num_gpu(), .tenant = e.tenant,
+          .tier = e.tier, .single_node = e.job->single_node};
+}
+
 void TenantQueue::ListWaiting(Entry& e) {
   auto& group = waiting_by_quota_[static_cast<size_t>(e.quota_id)];
-  const OrderKey k = FifoKey(e);
-  auto pos = std::upper_bound(group.begin(), group.end(), k, [](const OrderKey& key, const auto& x) { return key < x.first; });
-  group.insert(pos, {k, &e});
+  Keyed k = ListedOf(e);
+  auto pos = std::upper_bound(group.begin(), group.end(), k.key, [](const OrderKey& key, const Keyed& x) { return key < x.key; });
+  group.insert(pos, std::move(k));
 }
 
 void TenantQueue::UnlistWaiting(Entry& e) {
   auto& group = waiting_by_quota_[static_cast<size_t>(e.quota_id)];
   const OrderKey k = FifoKey(e);
-  auto pos = std::lower_bound(group.begin(), group.end(), k, [](const auto& x, const OrderKey& key) { return x.first < key; });
-  if (pos != group.end() && pos->second == &e) group.erase(pos);
+  auto pos = std::lower_bound(group.begin(), group.end(), k, [](const Keyed& x, const OrderKey& key) { return x.key < key; });
+  if (pos != group.end() && pos->e == &e) group.erase(pos);
 }
 
 void TenantQueue::DropWaiting(Entry& e) {
@@ -275,6 +281,9 @@ void TenantQueue::DemoteToSpot(tenancy::TenantId tenant) {
   demoted_[static_cast<size_t>(tenant)] = true;
   for (Entry* e : waiting_)
     if (e->tenant == tenant && e->tier == Tier::kStandard) e->tier = Tier::kSpot;
+  for (auto& group : waiting_by_quota_)
+    for (Keyed& k : group)
+      if (k.tenant == tenant) k.tier = k.e->tier;
   std::fill(unfit_.begin(), unfit_.end(), 0);  // what fits may have changed
 }
 
@@ -778,24 +787,31 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   // order (static partitions' long queues hold thousands of jobs behind
   // full partitions).
   const bool preempts = options_.reclaim || options_.priority_preemption;
-  auto less = [](const auto& a, const auto& b) { return a.first < b.first; };
-  std::vector<std::pair<OrderKey, Entry*>> keyed;
+  auto less = [](const Keyed& a, const Keyed& b) { return a.key < b.key; };
+  std::vector<Keyed> keyed;
   std::vector<std::pair<size_t, size_t>> runs;  // [begin, end) in keyed
   keyed.reserve(waiting_.size());
+  const bool las = options_.order == TenantOrder::kLas || options_.las_on_borrowed;
   for (const auto& group : waiting_by_quota_) {
-    if (group.empty() || (!preempts && !AdmitsNow(*group.front().second))) continue;
+    if (group.empty() || (!preempts && !AdmitsNow(group.front().quota_id, group.front().tier))) continue;
     const size_t begin = keyed.size();
-    for (const auto& [key, e] : group) keyed.push_back({options_.order == TenantOrder::kFifo ? key : KeyOf(*e, now), e});
+    keyed.insert(keyed.end(), group.begin(), group.end());
+    if (options_.order != TenantOrder::kFifo || las) {
+      for (auto k = keyed.begin() + static_cast<std::ptrdiff_t>(begin); k != keyed.end(); ++k) {
+        if (options_.order != TenantOrder::kFifo) k->key = KeyOf(*k->e, now);
+        if (las) k->las_queue = LasQueue(*k->e, now);
+      }
+    }
     const auto first = keyed.begin() + static_cast<std::ptrdiff_t>(begin);
     if (!std::is_sorted(first, keyed.end(), less)) std::sort(first, keyed.end(), less);
     runs.push_back({begin, keyed.size()});
   }
-  std::vector<std::pair<OrderKey, Entry*>> order;
+  std::vector<Keyed> order;
   if (runs.size() <= 1) {
     order = std::move(keyed);
   } else {
     order.reserve(keyed.size());
-    auto later = [&](const auto& a, const auto& b) { return keyed[b.first].first < keyed[a.first].first; };
+    auto later = [&](const auto& a, const auto& b) { return keyed[b.first].key < keyed[a.first].key; };
     std::make_heap(runs.begin(), runs.end(), later);  // (next, end) of each run, the smallest next on top
     while (!runs.empty()) {
       std::pop_heap(runs.begin(), runs.end(), later);
@@ -830,6 +846,10 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     auto it = no_victims_from.find(victims_key(x));
     return it != no_victims_from.end() && x.request.num_gpu() >= it->second;
   };
+  auto searched_in_vain_k = [&](const Keyed& k) {  // the same from the order's copy
+    auto it = no_victims_from.find(std::tuple{k.tenant, k.priority, k.las_queue, k.single_node});
+    return it != no_victims_from.end() && k.num_gpu >= it->second;
+  };
   // Searches not owed to a guarantee (priority, LAS on borrowed quota, a
   // reclaim while the floor is in fact free) are capped per pass: each one
   // may start a chain (its victims search in turn), and a pass must stay
@@ -861,19 +881,42 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     return keys_move && i < tenant_usage_stamp_.size() && tenant_usage_stamp_[i] != (i < stamps.size() ? stamps[i] : 0);
   };
   for (size_t i = 0; i < order.size(); ++i) {
-    Entry& e = *order[i].second;
+    // Quick skips, from the order's copy alone, where the steps below would
+    // change nothing (most of a long queue behind a full partition or an
+    // unfit shape, and an inference service's replicas above its floor):
+    // the key stands; the quota does not admit the job and it may not
+    // search, or searched in vain; or it is admitted but would delay the
+    // reserved job, or its shape did not fit, the head and the reservation
+    // are taken and it may not search or searched in vain.
+    if (const Keyed& k = order[i]; !(usage_moved(k.tenant) && !moved.contains(k.e))) {
+      if (!AdmitsNow(k.quota_id, k.tier)) {
+        if (!(ReclaimRight(k.quota_id, k.tier) || options_.priority_preemption) || searched_in_vain_k(k)) continue;
+      } else {
+        const bool owed = ReclaimRight(k.quota_id, k.tier) && OthersHoldFloor(k.tenant);
+        if (holder != nullptr && reservation.time_s() != kNoReservation && !owed &&
+            k.planned_run >= delays_reserved[k.shape_id])
+          continue;
+        if (unfit[k.shape_id] && !running_.empty() && head_ != nullptr && holder != nullptr &&
+            (!can_preempt || searched_in_vain_k(k)))
+          continue;
+      }
+    }
+    Entry& e = *order[i].e;
     if (e.running) continue;  // started by an earlier step of this pass
     // Its key may have grown since the pass began (earlier starts filled its
     // tenant's floor): then it goes back to its place among the rest, once.
     // Only its own tenant's usage moves a key within a pass (KeyOf).
     if (usage_moved(e.tenant) && !moved.contains(&e)) {
       const OrderKey k = KeyOf(e, now);
-      if (order[i].first < k) {
+      if (order[i].key < k) {
         moved.insert(&e);
         auto pos = std::upper_bound(order.begin() + static_cast<std::ptrdiff_t>(i) + 1, order.end(), k,
-                                    [](const OrderKey& key, const auto& o) { return key < o.first; });
+                                    [](const OrderKey& key, const Keyed& o) { return key < o.key; });
         const auto at = pos - order.begin();
-        order.insert(pos, {k, &e});
+        Keyed moved_k = ListedOf(e);
+        moved_k.key = k;
+        if (las) moved_k.las_queue = LasQueue(e, now);
+        order.insert(pos, std::move(moved_k));
         started.insert(started.begin() + at, 0);
         continue;  // this slot stays 0: the entry is handled at its new place
       }
@@ -976,11 +1019,11 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   // Drop started and unresolvable jobs from the waiting list (victims
   // evicted in this pass are in it already).
   for (size_t i = 0; i < order.size(); ++i)
-    if (started[i] != 0) DropWaiting(*order[i].second);
+    if (started[i] != 0) DropWaiting(*order[i].e);
   for (size_t i = 0; i < order.size(); ++i) {
     if (started[i] == 0) continue;
-    RemoveShape(*order[i].second);
-    if (started[i] == 2) entries_.erase(order[i].second->job->id);
+    RemoveShape(*order[i].e);
+    if (started[i] == 2) entries_.erase(order[i].e->job->id);
   }
   return pass;
 }
@@ -1014,9 +1057,15 @@ Status TenantQueue::CheckInvariants() const {
   // The order of a pass is built from the groups: they list every waiting job once.
   size_t listed = 0;
   for (size_t g = 0; g < waiting_by_quota_.size(); ++g) {
-    for (const auto& [key, e] : waiting_by_quota_[g]) {
-      if (e->running || static_cast<size_t>(e->quota_id) != g || !(key == FifoKey(*e)))
-        return MakeError(ErrorCode::kInternal, "waiting job '{}' is listed in the wrong quota group", e->job->name);
+    for (const Keyed& k : waiting_by_quota_[g]) {
+      const Entry& e = *k.e;
+      if (e.running || static_cast<size_t>(e.quota_id) != g)
+        return MakeError(ErrorCode::kInternal, "waiting job '{}' is listed in the wrong quota group", e.job->name);
+      const Keyed want = ListedOf(*k.e);
+      if (!(k.key == want.key) || k.planned_run != want.planned_run || k.shape_id != want.shape_id ||
+          k.priority != want.priority || k.num_gpu != want.num_gpu || k.las_queue != 0 || k.tenant != want.tenant ||
+          k.tier != want.tier || k.single_node != want.single_node)
+        return MakeError(ErrorCode::kInternal, "waiting job '{}' differs from its quota group's copy", e.job->name);
     }
     listed += waiting_by_quota_[g].size();
   }

@@ -201,6 +201,21 @@ class TenantQueue : public WorkQueue {
     auto operator<=>(const OrderKey&) const = default;
   };
 
+  // A waiting job's place in a pass's order, with what the pass's quick
+  // skips read, copied when the key is taken (none of it changes while the
+  // job waits in the pass): a skip then reads no Entry or Job.
+  struct Keyed {
+    OrderKey key;
+    Entry* e = nullptr;
+    int64_t planned_run = 0;  // e->job->PlannedRun(e->remaining_s)
+    int32_t shape_id = 0, quota_id = 0, priority = 0, num_gpu = 0, las_queue = 0;
+    tenancy::TenantId tenant = tenancy::kNoTenant;
+    tenancy::Tier tier = tenancy::Tier::kStandard;
+    bool single_node = true;
+  };
+  // e's copy under its FIFO key (las_queue 0), as its quota group lists it.
+  Keyed ListedOf(Entry& e) const;
+
   TenantQueue(const TenantQueue&) = default;  // for Fork, which rebinds the pointers
 
   OrderKey KeyOf(const Entry& e, int64_t now) const;
@@ -263,9 +278,10 @@ class TenantQueue : public WorkQueue {
   std::unordered_map<JobId, Entry> entries_;
   std::vector<Entry*> waiting_;  // arrival order (by seq)
   // The waiting entries by quota id, each group in FIFO order with its key
-  // (FifoKey): a pass that cannot preempt takes whole groups its quota
-  // admits and never looks at the rest; under FIFO it merges them.
-  std::vector<std::vector<std::pair<OrderKey, Entry*>>> waiting_by_quota_;
+  // (FifoKey) and the copy a pass's quick skips read (ListedOf; las_queue
+  // 0): a pass takes whole groups (without preemption only those its quota
+  // admits) and merges them; under FIFO it reads no entry to do so.
+  std::vector<std::vector<Keyed>> waiting_by_quota_;
   void ListWaiting(Entry& e);
   void UnlistWaiting(Entry& e);
   // Removes e from waiting_ (found by its seq) and from its quota group.

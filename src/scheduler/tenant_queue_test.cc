@@ -1745,6 +1745,21 @@ TEST(TenantQueue, DemoteToSpotAppliesToStandardTenantsOnly) {
   }
 }
 
+// A job already waiting when its tenant is demoted waits as spot: no reclaim
+// right. org -> S (8), A (0, borrows S's idle floor) on one 8-GPU node: A's
+// a1 runs; S's s1 waits, S is demoted, and s1 takes nothing from a1 (its
+// quota group's copy of the tier moves with it: CheckInvariants).
+TEST(TenantQueue, AJobWaitingWhenItsTenantIsDemotedWaitsAsSpot) {
+  Harness h(1, Tree({{"S", 8}, {"A", 0}}), QueuePolicy::kTidal);
+  h.Push("A", 8, 100000, 0);
+  ASSERT_EQ(h.Schedule(0).started.size(), 1u);
+  h.Push("S", 8, 100, 10);
+  h.queue->DemoteToSpot(h.queue->tree()->Find("S"));
+  h.Check();
+  QueuePass p = h.Schedule(10);
+  EXPECT_TRUE(p.preempted.empty());
+  EXPECT_TRUE(p.started.empty());
+}
 
 // LAS on borrowed quota takes a victim of the same priority as the waiting
 // job, not only a lower one (found by mutation testing, seed 1: `<=` -> `<`
