@@ -43,6 +43,23 @@ std::unique_ptr<MarketSim> MarketInFile(const tenancy::TenantTree& tree, const s
   return made ? std::move(*made) : nullptr;
 }
 
+// (time since kT0, amount) of each transfer with `code` on `account`'s
+// statement, every one checked to come from `debit`.
+std::vector<std::pair<int64_t, Micros>> CodeLines(const market::Ledger& ledger, std::string_view account,
+                                                  std::string_view code, std::string_view debit) {
+  std::vector<std::pair<int64_t, Micros>> out;
+  auto lines = ledger.Statement(account);
+  EXPECT_TRUE(lines) << lines.error().ToString();
+  if (!lines) return out;
+  for (const market::StatementLine& l : *lines) {
+    const market::Transfer& t = l.record.transfer;
+    if (t.code != code) continue;
+    EXPECT_EQ(t.debit, debit) << t.id;
+    out.emplace_back(t.at_us / 1'000'000 - kT0, t.amount);
+  }
+  return out;
+}
+
 struct Fixture {
   tenancy::TenantTree tree = Tree();
   std::unique_ptr<MarketSim> m;
@@ -222,31 +239,15 @@ TEST(MarketSim, TheLendingPoolPaysEachLenderOncePerTick) {
   ASSERT_TRUE(st) << st.error().ToString();
   auto ledger = market::Ledger::Open(**st);
   ASSERT_TRUE(ledger) << ledger.error().ToString();
-  for (const char* lender : {"search", "video"}) {
-    auto lines = ledger->Statement(lender);
-    ASSERT_TRUE(lines) << lines.error().ToString();
-    std::vector<std::pair<int64_t, Micros>> credits;  // (time, amount)
-    for (const market::StatementLine& l : *lines) {
-      const market::Transfer& t = l.record.transfer;
-      if (t.code != "lending_credit") continue;
-      EXPECT_EQ(t.debit, market::kLendingPool);
-      credits.emplace_back(t.at_us / 1'000'000 - kT0, t.amount);
-    }
-    // One transfer at the tick for both runs' shares; run 3's last half hour
-    // at the next tick, 7200 (also the last stop).
-    EXPECT_EQ(credits, (std::vector<std::pair<int64_t, Micros>>{{3600, 2 * kC}, {7200, 500'000}})) << lender;
-  }
-  auto pool_lines = ledger->Statement(market::kLendingPool);
-  ASSERT_TRUE(pool_lines) << pool_lines.error().ToString();
-  std::vector<std::pair<int64_t, Micros>> escrows;  // (time, amount)
-  for (const market::StatementLine& l : *pool_lines) {
-    const market::Transfer& t = l.record.transfer;
-    if (t.credit != market::kLendingPool) continue;
-    EXPECT_EQ(t.code, "lending_share");
-    EXPECT_EQ(t.debit, market::kRevenue);
-    escrows.emplace_back(t.at_us / 1'000'000 - kT0, t.amount);
-  }
-  EXPECT_EQ(escrows, (std::vector<std::pair<int64_t, Micros>>{{3600, 4 * kC}, {7200, kC}}));
+  // One transfer at the tick for both runs' shares; run 3's last half hour
+  // at the next tick, 7200 (also the last stop).
+  for (const char* lender : {"search", "video"})
+    EXPECT_EQ(CodeLines(*ledger, lender, "lending_credit", market::kLendingPool),
+              (std::vector<std::pair<int64_t, Micros>>{{3600, 2 * kC}, {7200, 500'000}}))
+        << lender;
+  // Into the pool: one escrow a tick, of what it pays then.
+  EXPECT_EQ(CodeLines(*ledger, market::kLendingPool, "lending_share", market::kRevenue),
+            (std::vector<std::pair<int64_t, Micros>>{{3600, 4 * kC}, {7200, kC}}));
   auto pool = ledger->GetAccount(market::kLendingPool);
   ASSERT_TRUE(pool && *pool);
   EXPECT_EQ((*pool)->balance(), 0);  // paid out whole
@@ -476,18 +477,10 @@ TEST(MarketSim, AReclaimedZombiesFeesReachItsLendersAtTheNextTick) {
   ASSERT_TRUE(st) << st.error().ToString();
   auto ledger = market::Ledger::Open(**st);
   ASSERT_TRUE(ledger) << ledger.error().ToString();
-  for (const char* lender : {"search", "video"}) {
-    auto lines = ledger->Statement(lender);
-    ASSERT_TRUE(lines) << lines.error().ToString();
-    std::vector<std::pair<int64_t, Micros>> credits;  // (time, amount)
-    for (const market::StatementLine& l : *lines) {
-      const market::Transfer& t = l.record.transfer;
-      if (t.code != "reclaim_credit") continue;
-      EXPECT_EQ(t.debit, market::kPenalties);
-      credits.emplace_back(t.at_us / 1'000'000 - kT0, t.amount);
-    }
-    EXPECT_EQ(credits, (std::vector<std::pair<int64_t, Micros>>{{25200, fees / 2}})) << lender;
-  }
+  for (const char* lender : {"search", "video"})
+    EXPECT_EQ(CodeLines(*ledger, lender, "reclaim_credit", market::kPenalties),
+              (std::vector<std::pair<int64_t, Micros>>{{25200, fees / 2}}))
+        << lender;
   std::remove(path.c_str());
 }
 
