@@ -839,16 +839,15 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   // searches per tenant, not one per waiting job).
   std::map<std::tuple<TenantId, int32_t, int32_t, bool>, int32_t> no_victims_from;
   auto victims_key = [&](const Entry& x) {
-    const bool las = options_.order == TenantOrder::kLas || options_.las_on_borrowed;
     return std::tuple{x.tenant, x.job->priority, las ? LasQueue(x, now) : 0, x.job->single_node};
   };
-  auto searched_in_vain = [&](const Entry& x) {
-    auto it = no_victims_from.find(victims_key(x));
-    return it != no_victims_from.end() && x.request.num_gpu() >= it->second;
+  auto in_vain = [&](const auto& key, int32_t gpus) {
+    auto it = no_victims_from.find(key);
+    return it != no_victims_from.end() && gpus >= it->second;
   };
+  auto searched_in_vain = [&](const Entry& x) { return in_vain(victims_key(x), x.request.num_gpu()); };
   auto searched_in_vain_k = [&](const Keyed& k) {  // the same from the order's copy
-    auto it = no_victims_from.find(std::tuple{k.tenant, k.priority, k.las_queue, k.single_node});
-    return it != no_victims_from.end() && k.num_gpu >= it->second;
+    return in_vain(std::tuple{k.tenant, k.priority, k.las_queue, k.single_node}, k.num_gpu);
   };
   // Searches not owed to a guarantee (priority, LAS on borrowed quota, a
   // reclaim while the floor is in fact free) are capped per pass: each one
