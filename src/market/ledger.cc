@@ -164,7 +164,7 @@ Result<std::vector<TransferOutcome>> Ledger::CreateTransfers(std::span<const Tra
     // what was reversed before). Those write the group first, then go the
     // store's way below.
     const bool reads = std::ranges::any_of(batch, [&](const Transfer& t) {
-      return t.code == kCodeReversal || memo_->ids.contains(t.id);
+      return t.code == kCodeReversal || memo_->MayHoldId(t.id);
     });
     if (!reads) {
       Batch b(nullptr, memo_.get());

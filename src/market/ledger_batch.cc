@@ -69,7 +69,7 @@ Result<LedgerMemo> LedgerMemo::Load(store::Tx& tx) {
   TIDAL_ASSIGN_OR_RETURN(std::vector<Hold> holds, rows::LoadHolds(tx, /*open_only=*/false));
   for (Hold& h : holds) m.holds.emplace(h.id, std::move(h));
   TIDAL_RETURN_IF_ERROR(rows::ForEachTransfer(tx, [&](const TransferRecord& r) -> Status {
-    m.ids.insert(r.transfer.id);
+    m.id_hashes.insert(LedgerMemo::IdHash(r.transfer.id));
     return Ok();
   }));
   TIDAL_ASSIGN_OR_RETURN(std::int64_t max_seq, rows::MaxSeq(tx));
@@ -83,15 +83,23 @@ void Batch::Commit(LedgerMemo& memo) const {
   for (const auto& [id, h] : state_.holds)
     if (h) memo.holds.insert_or_assign(id, *h);
   for (const auto& [id, rec] : state_.created)
-    if (rec.seq > 0) memo.ids.insert(id);
+    if (rec.seq > 0) memo.id_hashes.insert(LedgerMemo::IdHash(id));
   if (seq_loaded_) memo.next_seq = state_.next_seq;
+}
+
+std::vector<TransferRecord*> Batch::NewRecords() {
+  std::vector<TransferRecord*> out;
+  out.reserve(state_.created.size());
+  for (auto& [id, rec] : state_.created)
+    if (rec.seq > 0) out.push_back(&rec);  // not loaded from the store
+  std::ranges::sort(out, {}, &TransferRecord::seq);
+  return out;
 }
 
 void Batch::CommitUnwritten(LedgerMemo& memo) && {
   Commit(memo);
   LedgerMemo::Unwritten& u = memo.unwritten;
-  for (auto& [id, rec] : state_.created)
-    if (rec.seq > 0) u.records.push_back(std::move(rec));
+  for (TransferRecord* rec : NewRecords()) u.records.push_back(std::move(*rec));
   for (const auto& [name, a] : state_.accounts)
     if (a) u.accounts.insert_or_assign(name, *a);
   for (const auto& [id, h] : state_.holds)
@@ -100,7 +108,7 @@ void Batch::CommitUnwritten(LedgerMemo& memo) && {
 
 Result<const TransferRecord*> Batch::Existing(std::string_view id) {
   if (auto it = state_.created.find(id); it != state_.created.end()) return &it->second;
-  if (memo_ && !memo_->ids.contains(id)) return static_cast<const TransferRecord*>(nullptr);
+  if (memo_ && !memo_->MayHoldId(id)) return static_cast<const TransferRecord*>(nullptr);
   TIDAL_ASSIGN_OR_RETURN(store::Tx* tx, Tx());
   TIDAL_ASSIGN_OR_RETURN(std::optional<TransferRecord> stored, rows::LoadTransfer(*tx, id));
   if (!stored) return static_cast<const TransferRecord*>(nullptr);
@@ -368,10 +376,7 @@ Result<std::vector<TransferOutcome>> Batch::Apply(std::span<const Transfer> tran
 
 Status Batch::Flush() {
   TIDAL_ASSIGN_OR_RETURN(store::Tx* tx, Tx());
-  for (const auto& [id, rec] : state_.created) {
-    if (rec.seq <= 0) continue;  // loaded, not new
-    TIDAL_RETURN_IF_ERROR(rows::InsertTransfer(*tx, rec));
-  }
+  for (const TransferRecord* rec : NewRecords()) TIDAL_RETURN_IF_ERROR(rows::InsertTransfer(*tx, *rec));
   for (const auto& [name, a] : state_.accounts)
     if (a) TIDAL_RETURN_IF_ERROR(rows::UpdateAccountBalances(*tx, *a));
   for (const auto& [id, h] : state_.holds)

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -20,13 +21,20 @@ namespace tidal::market {
 // batch — every account, every hold, every recorded transfer's id, and the
 // next sequence number.
 struct LedgerMemo {
-  std::map<std::string, Account, std::less<>> accounts;
-  std::map<std::string, Hold, std::less<>> holds;
-  struct IdHash {
+  struct NameHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
-  std::unordered_set<std::string, IdHash, std::equal_to<>> ids;
+  // Looked up by name or id only (never listed in order): hashed.
+  std::unordered_map<std::string, Account, NameHash, std::equal_to<>> accounts;
+  std::unordered_map<std::string, Hold, NameHash, std::equal_to<>> holds;
+  // The recorded transfers' ids, as 64-bit hashes: a miss means "not
+  // recorded" for sure; a hit means "maybe" (another id may share the hash,
+  // about once in 10^10 for a million ids), and the batch reads the store to
+  // know. Keeping the ids themselves cost a string per transfer.
+  std::unordered_set<std::uint64_t> id_hashes;
+  static std::uint64_t IdHash(std::string_view id) noexcept { return std::hash<std::string_view>{}(id); }
+  bool MayHoldId(std::string_view id) const { return id_hashes.contains(IdHash(id)); }
   std::int64_t next_seq = 1;
   // LedgerOptions::write_behind: what batches decided that the store does not
   // hold yet (the memory above already does), written by Ledger::Sync.
@@ -63,11 +71,13 @@ class Batch {
   void CommitUnwritten(LedgerMemo& memo) &&;
 
  private:
+  template <class V>
+  using ById = std::unordered_map<std::string, V, LedgerMemo::NameHash, std::equal_to<>>;
   struct State {
-    std::map<std::string, std::optional<Account>, std::less<>> accounts;
-    std::map<std::string, std::optional<Hold>, std::less<>> holds;
-    std::map<std::string, TransferRecord, std::less<>> created;  // this batch's records
-    std::map<std::string, Micros, std::less<>> reversed;         // reversed amount by id
+    ById<std::optional<Account>> accounts;
+    ById<std::optional<Hold>> holds;
+    ById<TransferRecord> created;  // this batch's records (written in seq order)
+    ById<Micros> reversed;         // reversed amount by id
     std::int64_t next_seq = 0;
   };
 
@@ -93,6 +103,9 @@ class Batch {
   Result<Hold*> HoldRef(std::string_view id);
   Result<Micros> Reversed(std::string_view id);
   void Record(const Transfer& t, TransferResult r, TransferOutcome& out);
+
+  // This batch's new records (not those loaded from the store), in seq order.
+  std::vector<TransferRecord*> NewRecords();
 
   // The store transaction, or an error when there is none (write-behind).
   Result<store::Tx*> Tx();
