@@ -1,7 +1,10 @@
 // Ledger::Check: replays every accepted transfer from an empty book, with code
 // written apart from the batch logic it checks, and compares the result with
 // what the store holds.
+#include <algorithm>
 #include <map>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "market/ledger.h"
 #include "market/ledger_rows.h"
@@ -14,9 +17,14 @@ namespace af = account_flags;
 
 constexpr std::size_t kMaxViolations = 100;
 
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
 struct Book {
   std::map<std::string, Account, std::less<>> accounts;
-  std::map<std::string, Hold, std::less<>> holds;
+  std::unordered_map<std::string, Hold, NameHash, std::equal_to<>> holds;  // reported in id order
   std::vector<std::string>* violations;
 
   template <typename... Args>
@@ -143,9 +151,9 @@ Result<CheckReport> Ledger::Check() const {
     if (report.tenant_balances != report.grants)
       book.Violation("the balances outside the treasury sum to {}, but grants total {}", report.tenant_balances,
                      report.grants);
-    std::map<std::string, const Hold*, std::less<>> stored_holds;
+    std::unordered_set<std::string_view> stored_holds;
     for (const Hold& h : holds) {
-      stored_holds[h.id] = &h;
+      stored_holds.insert(h.id);
       if (h.state == HoldState::kPending) ++report.open_holds;
       auto it = book.holds.find(h.id);
       if (it == book.holds.end()) book.Violation("hold '{}' has no pending transfer", h.id);
@@ -154,8 +162,11 @@ Result<CheckReport> Ledger::Check() const {
                        HoldStateName(h.state), h.remaining, h.amount, HoldStateName(it->second.state),
                        it->second.remaining);
     }
+    std::vector<std::string_view> unrecorded;
     for (const auto& [id, h] : book.holds)
-      if (!stored_holds.contains(id)) book.Violation("pending transfer '{}' has no hold record", id);
+      if (!stored_holds.contains(id)) unrecorded.push_back(id);
+    std::ranges::sort(unrecorded);
+    for (std::string_view id : unrecorded) book.Violation("pending transfer '{}' has no hold record", id);
     return Ok();
   }));
   return report;

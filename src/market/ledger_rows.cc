@@ -158,13 +158,14 @@ Status ForEachTransfer(store::Tx& tx, const std::function<Status(const TransferR
   std::int64_t after = std::numeric_limits<std::int64_t>::min();
   for (;;) {
     const std::array<Value, 2> p{after, std::max<std::int64_t>(1, page)};
-    TIDAL_ASSIGN_OR_RETURN(store::Rows rs, tx.Query(sql, p));
-    for (const auto& row : rs.rows) {
+    std::int64_t n = 0;
+    TIDAL_RETURN_IF_ERROR(tx.QueryEach(sql, p, [&](const store::Row& row) -> Status {
       TIDAL_ASSIGN_OR_RETURN(TransferRecord r, TransferFrom(row));
       after = r.seq;
-      TIDAL_RETURN_IF_ERROR(fn(r));
-    }
-    if (static_cast<std::int64_t>(rs.rows.size()) < std::max<std::int64_t>(1, page)) return Ok();
+      ++n;
+      return fn(r);
+    }));
+    if (n < std::max<std::int64_t>(1, page)) return Ok();
   }
 }
 

@@ -84,13 +84,17 @@ class SqliteTx final : public Tx {
 
   Result<std::int64_t> Exec(std::string_view sql, std::span<const Value> params) override;
   Result<Rows> Query(std::string_view sql, std::span<const Value> params) override;
+  Status QueryEach(std::string_view sql, std::span<const Value> params,
+                   const std::function<Status(const Row&)>& fn) override;
 
   bool failed() const { return failed_; }
   bool busy() const { return busy_; }
   const Error& first_error() const { return first_error_; }
 
  private:
-  Status Run(std::string_view sql, std::span<const Value> params, Rows* rows, std::int64_t* changes);
+  // Rows go to `rows`, or one by one to `each` (one Row, reused).
+  Status Run(std::string_view sql, std::span<const Value> params, Rows* rows, std::int64_t* changes,
+             const std::function<Status(const Row&)>* each = nullptr);
   std::unexpected<Error> Fail(Error e, int rc = SQLITE_OK) {
     if (!failed_) first_error_ = e;
     failed_ = true;
@@ -163,7 +167,8 @@ struct ResetOnExit {
   }
 };
 
-Status SqliteTx::Run(std::string_view sql, std::span<const Value> params, Rows* rows, std::int64_t* changes) {
+Status SqliteTx::Run(std::string_view sql, std::span<const Value> params, Rows* rows, std::int64_t* changes,
+                     const std::function<Status(const Row&)>* each) {
   const std::string& url = store_.url_.display;
   if (failed_)
     return MakeError(ErrorCode::kFailedPrecondition,
@@ -199,38 +204,45 @@ Status SqliteTx::Run(std::string_view sql, std::span<const Value> params, Rows* 
   }
 
   const std::int64_t before = sqlite3_total_changes64(db);
-  const int columns = rows ? sqlite3_column_count(stmt) : 0;
+  const int columns = rows || each ? sqlite3_column_count(stmt) : 0;
   if (rows) {
     rows->columns.clear();
     for (int c = 0; c < columns; ++c) rows->columns.emplace_back(sqlite3_column_name(stmt, c));
   }
+  Row reused(static_cast<std::size_t>(columns));
+  // Sets a cell, reusing a text cell's buffer when the row is reused.
+  auto text = [](Value& v, const char* p, std::size_t n) {
+    if (auto* s = std::get_if<std::string>(&v)) s->assign(p, n);
+    else v = std::string(p, n);
+  };
   int rc;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-    if (!rows) continue;
-    Row& row = rows->rows.emplace_back();
-    row.reserve(columns);
+    if (!rows && !each) continue;
+    Row& row = rows ? rows->rows.emplace_back(static_cast<std::size_t>(columns)) : reused;
     for (int c = 0; c < columns; ++c) {
+      Value& v = row[static_cast<std::size_t>(c)];
       switch (sqlite3_column_type(stmt, c)) {
         case SQLITE_INTEGER:
-          row.emplace_back(static_cast<std::int64_t>(sqlite3_column_int64(stmt, c)));
+          v = static_cast<std::int64_t>(sqlite3_column_int64(stmt, c));
           break;
         case SQLITE_NULL:
-          row.emplace_back(std::monostate{});
+          v = std::monostate{};
           break;
         case SQLITE_BLOB: {
           const void* p = sqlite3_column_blob(stmt, c);
           const int n = sqlite3_column_bytes(stmt, c);
-          row.emplace_back(std::string(static_cast<const char*>(p), static_cast<std::size_t>(n)));
+          text(v, static_cast<const char*>(p), static_cast<std::size_t>(n));
           break;
         }
         default: {  // TEXT, and FLOAT as its text
           const unsigned char* p = sqlite3_column_text(stmt, c);
           const int n = sqlite3_column_bytes(stmt, c);
-          row.emplace_back(p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n))
-                             : std::string());
+          text(v, p ? reinterpret_cast<const char*>(p) : "", p ? static_cast<std::size_t>(n) : 0);
         }
       }
     }
+    // The caller's error is its own: the transaction stays usable.
+    if (each) TIDAL_RETURN_IF_ERROR((*each)(row));
   }
   if (rc != SQLITE_DONE) return Fail(store_.SqlError(rc, sql), rc);
   if (sqlite3_get_autocommit(db))
@@ -252,6 +264,11 @@ Result<Rows> SqliteTx::Query(std::string_view sql, std::span<const Value> params
   Rows rows;
   TIDAL_RETURN_IF_ERROR(Run(sql, params, &rows, nullptr));
   return rows;
+}
+
+Status SqliteTx::QueryEach(std::string_view sql, std::span<const Value> params,
+                           const std::function<Status(const Row&)>& fn) {
+  return Run(sql, params, nullptr, nullptr, &fn);
 }
 
 Result<sqlite3_stmt*> SqliteStore::Prepare(std::string_view sql) {

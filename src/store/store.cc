@@ -36,6 +36,13 @@ std::string Shown(const Value& v) {
 
 }  // namespace
 
+Status Tx::QueryEach(std::string_view sql, std::span<const Value> params,
+                     const std::function<Status(const Row&)>& fn) {
+  TIDAL_ASSIGN_OR_RETURN(Rows rows, Query(sql, params));
+  for (const Row& row : rows.rows) TIDAL_RETURN_IF_ERROR(fn(row));
+  return Ok();
+}
+
 Result<std::int64_t> AsInt(const Row& row, std::size_t column) {
   if (column >= row.size())
     return MakeError(ErrorCode::kInvalidArgument, "column {} asked of a row with {} columns", column, row.size());

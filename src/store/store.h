@@ -55,6 +55,11 @@ class Tx {
   virtual Result<std::int64_t> Exec(std::string_view sql, std::span<const Value> params = {}) = 0;
   // Runs one statement and returns its rows (SELECT, or ... RETURNING).
   virtual Result<Rows> Query(std::string_view sql, std::span<const Value> params = {}) = 0;
+  // The same rows, passed to fn one by one as they are read (a backend may
+  // reuse one Row for all: copy what must outlive the call); stops at fn's
+  // first error and returns it. By default, Query's rows.
+  virtual Status QueryEach(std::string_view sql, std::span<const Value> params,
+                           const std::function<Status(const Row&)>& fn);
 };
 
 struct OpenOptions {

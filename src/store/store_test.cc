@@ -683,6 +683,47 @@ TEST_P(Conformance, QueryReturning) {
   EXPECT_EQ(CountRows(*store, "t"), 1);
 }
 
+// QueryEach passes the rows Query returns, in order, one by one (a reused
+// Row: a text cell may follow an integer or NULL in the same column, and a
+// shorter text a longer one); fn's first error stops it and comes back, and
+// the transaction goes on.
+TEST_P(Conformance, QueryEachPassesQuerysRowsAndStopsAtAnError) {
+  auto store = MustOpen(url());
+  ASSERT_TRUE(store);
+  MustWrite(*store, "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT)");
+  MustWrite(*store, "INSERT INTO t (id, v) VALUES (1, 'a long text that outgrows any small buffer'), (2, 'b'), "
+                    "(3, NULL), (4, 'dd')");
+  const std::string sql = "SELECT id, v, CASE WHEN id = 2 THEN id ELSE NULL END FROM t WHERE id >= ? ORDER BY id";
+  const Value from[] = {std::int64_t{1}};
+  Rows want;
+  std::vector<Row> got;
+  int seen = 0;
+  ASSERT_TRUE(store->Read([&](Tx& tx) -> Status {
+    TIDAL_ASSIGN_OR_RETURN(want, tx.Query(sql, from));
+    TIDAL_RETURN_IF_ERROR(tx.QueryEach(sql, from, [&](const Row& row) -> Status {
+      got.push_back(row);
+      return Ok();
+    }));
+    Status stopped = tx.QueryEach(sql, from, [&](const Row&) -> Status {
+      ++seen;
+      return seen == 2 ? MakeError(ErrorCode::kFailedPrecondition, "enough") : Ok();
+    });
+    EXPECT_FALSE(stopped.has_value());
+    EXPECT_EQ(stopped ? "" : stopped.error().message, "enough");
+    // The transaction is still good.
+    TIDAL_ASSIGN_OR_RETURN(Rows after, tx.Query("SELECT COUNT(*) FROM t"));
+    EXPECT_EQ(AsInt(after.rows.at(0), 0).value(), 4);
+    return Ok();
+  }));
+  ASSERT_EQ(want.rows.size(), 4u);
+  EXPECT_EQ(got, want.rows);
+  EXPECT_EQ(seen, 2);
+  EXPECT_EQ(AsText(got[1], 1).value(), "b");
+  EXPECT_TRUE(IsNull(got[2], 1));
+  EXPECT_EQ(AsInt(got[1], 2).value(), 2);
+  EXPECT_TRUE(IsNull(got[3], 2));
+}
+
 // Tests of PostgreSQL matters only, on the conformance fixture.
 class PostgresOnly : public Conformance {};
 
