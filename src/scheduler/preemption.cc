@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "framework/gang.h"
 
@@ -175,11 +176,15 @@ std::optional<PreemptionPlan> PlanOnHosts(const ClusterState& c, const PodReques
 struct HostInfo {
   NodeId node = -1;
   int64_t cost = 0;
-  std::vector<size_t> victims;  // sorted, unique
+  std::span<const size_t> victims;  // sorted, unique (in Emptiable::victims)
 };
 
-std::vector<HostInfo> EmptiableHosts(const ClusterState& c, const PodRequest& pod,
-                                     std::span<const VictimCandidate> candidates) {
+struct Emptiable {
+  std::vector<size_t> victims;  // every host's, host after host
+  std::vector<HostInfo> hosts;
+};
+
+Emptiable EmptiableHosts(const ClusterState& c, const PodRequest& pod, std::span<const VictimCandidate> candidates) {
   std::vector<std::pair<NodeId, size_t>> held;  // (node, candidate) per assignment
   std::vector<int32_t> gpus_held(static_cast<size_t>(c.num_nodes()), 0);
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -193,20 +198,29 @@ std::vector<HostInfo> EmptiableHosts(const ClusterState& c, const PodRequest& po
   }
   std::sort(held.begin(), held.end());
   held.erase(std::unique(held.begin(), held.end()), held.end());
-  std::vector<HostInfo> out;
+  Emptiable out;
+  out.victims.reserve(held.size());
+  std::vector<std::pair<size_t, size_t>> spans;  // per host in out.hosts: [begin, end) in out.victims
   size_t h = 0;
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
     HostInfo info{.node = n};
+    const size_t begin = out.victims.size();
     for (; h < held.size() && held[h].first == n; ++h) {
-      info.victims.push_back(held[h].second);
+      out.victims.push_back(held[h].second);
       info.cost += candidates[held[h].second].cost;
     }
-    if (!Allowed(c, pod, n)) continue;
     // Others' jobs stay. (A cordoned host never passes: its GPUs read busy
     // and none of its jobs is a victim.)
-    if (c.free_whole_gpus(n) + gpus_held[static_cast<size_t>(n)] < c.gpu_count(n)) continue;
-    out.push_back(std::move(info));
+    if (!Allowed(c, pod, n) || c.free_whole_gpus(n) + gpus_held[static_cast<size_t>(n)] < c.gpu_count(n)) {
+      out.victims.resize(begin);
+      continue;
+    }
+    out.hosts.push_back(info);
+    spans.push_back({begin, out.victims.size()});
   }
+  // Spans into victims once it no longer grows.
+  for (size_t i = 0; i < out.hosts.size(); ++i)
+    out.hosts[i].victims = std::span<const size_t>(out.victims).subspan(spans[i].first, spans[i].second - spans[i].first);
   return out;
 }
 
@@ -286,29 +300,43 @@ std::optional<PreemptionPlan> PlanWholeHosts(const ClusterState& c, const PodReq
 std::optional<PreemptionPlan> PlanFreeGpus(const ClusterState& c, const PodRequest& pod,
                                            std::span<const VictimCandidate> candidates, const Admissible& admissible,
                                            std::optional<int64_t> committed, std::optional<topo::Level> level) {
-  auto domain_of = [&](NodeId n) { return DomainOf(c, level, n); };
-  std::map<int64_t, int64_t> free;  // domain -> usable free GPUs now
+  // Each node's domain, read once (kUnusable: the request cannot use it).
+  constexpr int64_t kUnusable = -1;  // neither kWholeCluster nor a PlanDomain
+  std::vector<int64_t> node_domain(static_cast<size_t>(c.num_nodes()), kUnusable);
+  std::unordered_map<int64_t, int64_t> free;  // domain -> usable free GPUs now
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
     if (!Allowed(c, pod, n)) continue;
-    const int64_t d = domain_of(n);
+    const int64_t d = DomainOf(c, level, n);
+    node_domain[static_cast<size_t>(n)] = d;
     if (!committed || d == *committed) free[d] += c.free_whole_gpus(n);
   }
   std::vector<Freed> all;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Placement* p = PlacementOf(c, candidates[i]);
     if (p == nullptr || OnCordonedNode(c, *p)) continue;
-    std::map<int64_t, int32_t> k;
+    // GPUs it frees per domain: a placement spans few domains, so entries
+    // of this candidate are found by a scan from `from`.
+    const size_t from = all.size();
     for (const NodeAssignment& a : p->assignments) {
-      if (!Allowed(c, pod, a.node)) continue;
-      const int64_t d = domain_of(a.node);
-      if (committed && d != *committed) continue;
+      const int64_t d = node_domain[static_cast<size_t>(a.node)];
+      if (d == kUnusable || (committed && d != *committed)) continue;
       const auto f = c.gpu_free(a.node);
-      for (size_t g = 0; g < a.gpus.size(); ++g) k[d] += f[static_cast<size_t>(a.gpus[g])] + a.gpu_milli[g] == kMilliPerGpu;
+      int32_t k = 0;
+      for (size_t g = 0; g < a.gpus.size(); ++g) k += f[static_cast<size_t>(a.gpus[g])] + a.gpu_milli[g] == kMilliPerGpu;
+      auto it = std::find_if(all.begin() + static_cast<std::ptrdiff_t>(from), all.end(),
+                             [&](const Freed& x) { return x.domain == d; });
+      if (it == all.end()) all.push_back({d, i, k});
+      else it->k += k;
     }
-    for (const auto& [d, n] : k)
-      if (n > 0) all.push_back({d, i, n});
+    // (PlanInDomains sorts them; only those that free some GPU count.)
+    all.erase(std::remove_if(all.begin() + static_cast<std::ptrdiff_t>(from), all.end(),
+                             [](const Freed& x) { return x.k <= 0; }),
+              all.end());
   }
-  return PlanInDomains(all, candidates, admissible, [&](int64_t d) { return pod.num_gpu() - free[d]; });
+  return PlanInDomains(all, candidates, admissible, [&](int64_t d) {
+    const auto it = free.find(d);
+    return pod.num_gpu() - (it == free.end() ? 0 : it->second);
+  });
 }
 
 }  // namespace
@@ -324,7 +352,8 @@ std::optional<PreemptionPlan> PlanPreemption(const ClusterState& c, const PodReq
     committed.reset();  // a gang that fits on a host but found no host: whole hosts under a switch
   }
   if (pod.gpu_milli() < kMilliPerGpu) return std::nullopt;
-  const std::vector<HostInfo> hosts = EmptiableHosts(c, pod, candidates);
+  const Emptiable emptiable = EmptiableHosts(c, pod, candidates);
+  const std::vector<HostInfo>& hosts = emptiable.hosts;
   // The smallest level that can hold it first, then wider ones: a gang whose
   // floor is held across two leaves still gets it back.
   if (c.has_topology()) {
