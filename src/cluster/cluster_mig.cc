@@ -127,6 +127,7 @@ void ClusterState::ApplyMig(const NodeAssignment& a, JobId job, int sign) {
     MigDevice& d = mig_[static_cast<size_t>(mig_index_[static_cast<size_t>(gpu_offset_[n] + s.gpu)])];
     const int compute = d.geometry->profile(s.profile).compute;
     if (sign > 0) {
+      if (d.busy == 0) --idle_mig_gpus_;  // checked by CanBindMig: the slice is taken
       int64_t created = 0;
       const int64_t destroyed = mig_counters_.instances_destroyed;
       (void)TakeSlice(d, s, job, "", &created, &mig_counters_.instances_destroyed);
@@ -142,6 +143,7 @@ void ClusterState::ApplyMig(const NodeAssignment& a, JobId job, int sign) {
         d.owner[static_cast<size_t>(i)] = MigDevice::kNoOwner;
         d.busy -= compute;
         mig_idle_compute_ += compute;
+        if (d.busy == 0) ++idle_mig_gpus_;
       }
     }
   }
@@ -182,6 +184,7 @@ Status ClusterState::SetMigLayout(NodeId n, int32_t gpu, const mig::Layout& layo
       }
     }
     mig_counters_.instances_destroyed += static_cast<int64_t>(cur->layout.instances.size()) - kept;
+    idle_mig_gpus_ += (next.busy == 0) - (cur->busy == 0);
     mig_[static_cast<size_t>(mig_index_[flat])] = std::move(next);
   } else {
     if (mig_index_.empty()) mig_index_.assign(gpu_free_.size(), -1);
@@ -199,6 +202,7 @@ Status ClusterState::SetMigLayout(NodeId n, int32_t gpu, const mig::Layout& layo
     }
     mig_index_[flat] = slot;
     ++mig_gpus_;
+    ++idle_mig_gpus_;  // a device new to MIG mode holds no job
     if (node_mig_gpus_.size() < static_cast<size_t>(num_nodes())) node_mig_gpus_.resize(static_cast<size_t>(num_nodes()), 0);
     ++node_mig_gpus_[static_cast<size_t>(n)];
     ++mig_counters_.mode_changes;
@@ -224,6 +228,7 @@ Status ClusterState::DisableMig(NodeId n, int32_t gpu) {
   mig_[static_cast<size_t>(mig_index_[flat])] = MigDevice{};
   mig_index_[flat] = -1;
   --mig_gpus_;
+  --idle_mig_gpus_;  // only an idle device leaves MIG mode
   --node_mig_gpus_[static_cast<size_t>(n)];
   ++mig_counters_.mode_changes;
   mig_idle_compute_ -= mig::kComputeSlices;
@@ -242,7 +247,7 @@ Status ClusterState::DisableMig(NodeId n, int32_t gpu) {
 }
 
 Status ClusterState::CheckMigInvariants() const {
-  int64_t gpus = 0, idle = 0;
+  int64_t gpus = 0, idle = 0, idle_gpus = 0;
   std::map<std::pair<size_t, size_t>, JobId> held;  // (mig slot, instance) -> job
   for (const auto& [job, p] : allocations_) {
     for (const auto& a : p.assignments) {
@@ -270,13 +275,15 @@ Status ClusterState::CheckMigInvariants() const {
     if (d.busy != d.CountBusyCompute())
       return MakeError(ErrorCode::kInternal, "MIG device #{}: {} busy compute slices recorded, {} held", f, d.busy, d.CountBusyCompute());
     idle += mig::kComputeSlices - d.BusyCompute();
+    idle_gpus += d.BusyCompute() == 0;
     for (size_t i = 0; i < d.owner.size(); ++i) {
       if (d.owner[i] != MigDevice::kNoOwner && !held.contains({static_cast<size_t>(mig_index_[f]), i}))
         return MakeError(ErrorCode::kInternal, "MIG device #{}: instance {} owned by job {}, which holds no such allocation", f, i, d.owner[i]);
     }
   }
-  if (gpus != mig_gpus_ || idle != mig_idle_compute_)
-    return MakeError(ErrorCode::kInternal, "MIG totals drifted (gpus {} vs {}, idle compute {} vs {})", mig_gpus_, gpus, mig_idle_compute_, idle);
+  if (gpus != mig_gpus_ || idle != mig_idle_compute_ || idle_gpus != idle_mig_gpus_)
+    return MakeError(ErrorCode::kInternal, "MIG totals drifted (gpus {} vs {}, idle compute {} vs {}, idle GPUs {} vs {})",
+                     mig_gpus_, gpus, mig_idle_compute_, idle, idle_mig_gpus_, idle_gpus);
   return Ok();
 }
 

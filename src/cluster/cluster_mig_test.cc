@@ -66,6 +66,63 @@ TEST(ClusterMig, DevicesInMigModeAreCountedPerNode) {
   EXPECT_TRUE(s.CheckInvariants()) << s.CheckInvariants().error().message;
 }
 
+// The idle MIG devices (in MIG mode, holding no job), which the simulator
+// releases from MIG mode, are counted through every change of mode, layout
+// and owner.
+TEST(ClusterMig, IdleDevicesInMigModeAreCounted) {
+  ClusterState s = H100Node();
+  auto check = [&](int64_t want) {
+    EXPECT_EQ(s.idle_mig_gpus(), want);
+    EXPECT_TRUE(s.CheckInvariants()) << s.CheckInvariants().error().message;
+  };
+  check(0);
+  ASSERT_TRUE(s.Bind(1, MigJob(0, "3g.40gb", 0)));  // enters MIG mode held
+  check(0);
+  ASSERT_TRUE(s.SetMigLayout(0, 1, {}));  // enters MIG mode idle
+  check(1);
+  ASSERT_TRUE(s.Bind(2, MigJob(1, "1g.10gb", 6)));
+  check(0);
+  ASSERT_TRUE(s.Bind(3, MigJob(1, "1g.10gb", 5)));
+  check(0);
+  ASSERT_TRUE(s.Unbind(2));  // one of two held: still busy
+  check(0);
+  ASSERT_TRUE(s.Unbind(3));
+  check(1);
+  ASSERT_TRUE(s.SetMigLayout(0, 1, *mig::ParseLayout(G(), "7g.80gb@0")));  // re-partitioned, still idle
+  check(1);
+  ASSERT_TRUE(s.Unbind(1));
+  check(2);
+  ASSERT_TRUE(s.DisableMig(0, 1));
+  check(1);
+  ASSERT_TRUE(s.DisableMig(0, 0));
+  check(0);
+  ClusterState copy = s;
+  ASSERT_TRUE(copy.SetMigLayout(0, 0, {}));
+  EXPECT_EQ(copy.idle_mig_gpus(), 1);
+  check(0);
+}
+
+// A re-partition changes the node (caches keyed by its version see it), and
+// DisableMig names a GPU of that node only: one past its last is an error,
+// not the next node's first.
+TEST(ClusterMig, SetMigLayoutMovesTheNodeVersionAndDisableMigStaysOnItsNode) {
+  auto built = ClusterState::Build({{"h0", 64000, 1 << 20, 2, "H100"}, {"h1", 64000, 1 << 20, 2, "H100"}});
+  ASSERT_TRUE(built);
+  ClusterState& s = *built;
+  const uint64_t before = s.version(0);
+  ASSERT_TRUE(s.SetMigLayout(0, 1, {}));
+  EXPECT_GT(s.version(0), before);
+  const uint64_t again = s.version(0);
+  ASSERT_TRUE(s.SetMigLayout(0, 1, *mig::ParseLayout(G(), "7g.80gb@0")));
+  EXPECT_GT(s.version(0), again);
+  ASSERT_TRUE(s.SetMigLayout(1, 0, {}));
+  auto past = s.DisableMig(0, 2);
+  ASSERT_FALSE(past);
+  EXPECT_EQ(past.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(s.mig_device(1, 0), nullptr);  // h1's GPU 0 stays in MIG mode
+  EXPECT_EQ(s.idle_mig_gpus(), 2);
+}
+
 TEST(ClusterMig, UnbindKeepsTheInstanceForTheNextJob) {
   ClusterState s = H100Node();
   ASSERT_TRUE(s.Bind(1, MigJob(0, "2g.20gb", 2)));

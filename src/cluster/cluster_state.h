@@ -232,6 +232,8 @@ class ClusterState {
     return static_cast<size_t>(n) < node_mig_gpus_.size() ? node_mig_gpus_[static_cast<size_t>(n)] : 0;
   }
   int64_t mig_idle_compute() const { return mig_idle_compute_; }
+  // GPUs in MIG mode that hold no job (their instances all free).
+  int64_t idle_mig_gpus() const { return idle_mig_gpus_; }
   // GPU capacity jobs hold, in GPUs: milli-GPU allocations plus held MIG
   // instances at compute-slices / 7 (a MIG-mode device's idle instances are
   // not in use, though its milli are out of the pool; nor is what a cordon
@@ -326,6 +328,7 @@ class ClusterState {
   uint64_t mig_layout_version_ = 0;
   std::vector<int32_t> node_mig_gpus_;  // per node (grown when a device enters MIG mode)
   int64_t mig_idle_compute_ = 0;
+  int64_t idle_mig_gpus_ = 0;
   MigCounters mig_counters_;
 
   // What a cordon holds out of node n's free capacity: CPU, memory and

@@ -184,7 +184,7 @@ Result<std::unique_ptr<Replay>> Replay::Fork(std::vector<Job> jobs) const {
 
 Result<int64_t> Replay::ReleaseIdleMig() {
   const ClusterState& c = scheduler_.cluster();
-  if (c.mig_gpus() == 0) return int64_t{0};
+  if (c.idle_mig_gpus() == 0) return int64_t{0};  // most passes: no scan
   int64_t released = 0;
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
     if (c.mig_gpus(n) == 0) continue;
