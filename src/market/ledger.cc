@@ -198,7 +198,8 @@ Status Ledger::Sync() const {
     for (const auto& [name, a] : m.unwritten.accounts) TIDAL_RETURN_IF_ERROR(rows::UpdateAccountBalances(tx, a));
     std::vector<const Hold*> holds;
     holds.reserve(m.unwritten.holds.size());
-    for (const auto& [id, h] : m.unwritten.holds) holds.push_back(&h);
+    for (std::string_view id : m.unwritten.holds) holds.push_back(&m.holds.find(id)->second);
+    std::ranges::sort(holds, {}, &Hold::id);  // one order, whatever the set's
     TIDAL_RETURN_IF_ERROR(rows::UpsertHolds(tx, holds));
     return Ok();
   });

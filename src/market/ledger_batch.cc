@@ -103,7 +103,7 @@ void Batch::CommitUnwritten(LedgerMemo& memo) && {
   for (const auto& [name, a] : state_.accounts)
     if (a) u.accounts.insert_or_assign(name, *a);
   for (const auto& [id, h] : state_.holds)
-    if (h) u.holds.insert_or_assign(id, *h);
+    if (h) u.holds.insert(memo.holds.find(id)->first);  // Commit put it there
 }
 
 Result<const TransferRecord*> Batch::Existing(std::string_view id) {
@@ -160,13 +160,14 @@ Result<Micros> Batch::Reversed(std::string_view id) {
   return it->second;
 }
 
-void Batch::Record(const Transfer& t, TransferResult r, TransferOutcome& out) {
+void Batch::Record(Transfer t, TransferResult r, TransferOutcome& out) {
   out.result = r;
   if (t.id.empty() || t.id.size() > kMaxIdLength) return;  // cannot be recorded under its id
-  TransferRecord rec{.seq = state_.next_seq++, .transfer = t, .result = r};
+  std::string id = t.id;
+  TransferRecord rec{.seq = state_.next_seq++, .transfer = std::move(t), .result = r};
   out.seq = rec.seq;
-  if (undo_) Save(state_.created, t.id, undo_->created);
-  state_.created.insert_or_assign(t.id, std::move(rec));
+  if (undo_) Save(state_.created, id, undo_->created);
+  state_.created.insert_or_assign(std::move(id), std::move(rec));
 }
 
 Result<TransferOutcome> Batch::One(const Transfer& t, bool expiry) {
@@ -242,7 +243,7 @@ Result<TransferOutcome> Batch::One(const Transfer& t, bool expiry) {
     hold->remaining -= moved;
     if (IsVoid(t)) hold->state = expiry ? HoldState::kExpired : HoldState::kVoided;
     else if (hold->remaining == 0) hold->state = HoldState::kPosted;
-    Record(rec, R::kOk, out);
+    Record(std::move(rec), R::kOk, out);
     return out;
   }
 
@@ -302,7 +303,7 @@ Result<TransferOutcome> Batch::One(const Transfer& t, bool expiry) {
     if (undo_) Save(state_.reversed, t.reference, undo_->reversed);
     state_.reversed[t.reference] += t.amount;
   }
-  Record(rec, R::kOk, out);
+  Record(std::move(rec), R::kOk, out);
   return out;
 }
 

@@ -41,7 +41,9 @@ struct LedgerMemo {
   struct Unwritten {
     std::vector<TransferRecord> records;
     std::map<std::string, Account, std::less<>> accounts;  // as they are now
-    std::map<std::string, Hold, std::less<>> holds;
+    // The holds changed, by id: keys of `holds` above (an entry there never
+    // moves nor goes), whose latest state is written.
+    std::unordered_set<std::string_view> holds;
     bool empty() const { return records.empty() && accounts.empty() && holds.empty(); }
   };
   std::size_t write_behind = 0;
@@ -102,7 +104,7 @@ class Batch {
   Result<Account*> AccountRef(std::string_view name);
   Result<Hold*> HoldRef(std::string_view id);
   Result<Micros> Reversed(std::string_view id);
-  void Record(const Transfer& t, TransferResult r, TransferOutcome& out);
+  void Record(Transfer t, TransferResult r, TransferOutcome& out);  // t: copied or moved in
 
   // This batch's new records (not those loaded from the store), in seq order.
   std::vector<TransferRecord*> NewRecords();

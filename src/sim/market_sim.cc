@@ -157,7 +157,6 @@ Result<std::unique_ptr<MarketSim>> MarketSim::Make(const MarketSimOptions& optio
 
 const std::string& MarketSim::Name(tenancy::TenantId t) const { return results_[static_cast<size_t>(t)].name; }
 
-std::string MarketSim::RunId(const Run& r) const { return fmt::format("job{}.{}", r.job, run_count_.at(r.job)); }
 
 Status MarketSim::Apply(std::vector<Transfer> chain, bool* ok) {
   TIDAL_ASSIGN_OR_RETURN(auto out, ledger_->CreateTransfers(chain));
@@ -207,8 +206,8 @@ Status MarketSim::StartMany(int64_t now, std::span<const StartRequest> starts) {
       return MakeError(ErrorCode::kInternal, "market: job {} starts at {} but is running already; stop its run first",
                        s.job, now);
     if (s.borrowed && pending[t]) TIDAL_RETURN_IF_ERROR(flush());
-    ++run_count_[s.job];
-    Run r{.job = s.job, .tenant = s.tenant, .milli = s.milli, .metered_to = now, .borrowed = s.borrowed};
+    Run r{.id = fmt::format("job{}.{}", s.job, ++run_count_[s.job]), .job = s.job, .tenant = s.tenant, .milli = s.milli,
+          .metered_to = now, .borrowed = s.borrowed};
     TenantMarketResult& res = results_[t];
     // A run in its tenant's floor pays the fixed in-floor rate, over budget or
     // not (TierUnderBudget: the floor is the tenant's by right); a borrowing run

@@ -151,6 +151,7 @@ class MarketSim {
 
  private:
   struct Run {
+    std::string id;  // "job<id>.<run>": its hold's and its transfers' ids start so
     JobId job = 0;
     tenancy::TenantId tenant = tenancy::kNoTenant;
     int64_t milli = 0;
@@ -198,7 +199,7 @@ class MarketSim {
   // Splits `amount` over the tenants with idle floor, in proportion to it.
   std::vector<std::pair<tenancy::TenantId, market::Micros>> Lenders(market::Micros amount) const;
   Status Apply(std::vector<market::Transfer> chain, bool* ok = nullptr);
-  std::string RunId(const Run& r) const;
+  static const std::string& RunId(const Run& r) { return r.id; }
   const std::string& Name(tenancy::TenantId t) const;
 
   MarketSimOptions options_;
