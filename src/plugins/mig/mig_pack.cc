@@ -4,12 +4,26 @@
 #include <optional>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "mig/packer.h"
 
 namespace tidal::plugins {
 namespace {
+
+// A MIG device's state as a placement sees it.
+struct SeenState {
+  GpuModelId model;
+  uint32_t held, free;  // mig::AddableMemo::Key of the held / the free instances
+  friend bool operator==(const SeenState&, const SeenState&) = default;
+};
+struct SeenHash {
+  std::size_t operator()(const SeenState& s) const noexcept {
+    return std::hash<uint64_t>{}((static_cast<uint64_t>(s.held) << 32 | s.free) * 0x9E3779B97F4A7C15ULL ^
+                                 static_cast<uint64_t>(static_cast<uint32_t>(s.model)));
+  }
+};
 
 struct Candidate {
   NodeId node = -1;
@@ -32,6 +46,7 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
   std::vector<std::optional<const mig::Geometry*>> geometry_of;
   std::vector<int> profile_of;  // the job's profile index, per GPU model
   std::unordered_map<uint64_t, std::vector<mig::SlotChoice>> deltas;  // by GPU model and held layout, this pass
+  std::unordered_set<SeenState, SeenHash> seen;
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
     if (c.gpu_count(n) == 0 || !pod.gpu_spec.Allows(c.gpu_model(n))) continue;
     // A drained node's idle instances are not for new jobs (CanBind would
@@ -82,6 +97,13 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
       if (md->BusyCompute() + g->profile(profile).compute > mig::kComputeSlices) continue;
       std::optional<mig::SlotChoice> choice;
       if (policy_ == MigPackPolicy::kFragAware) {
+        uint32_t held_key = 0, free_key = 0;  // the held and the free instances
+        for (size_t i = 0; i < md->owner.size(); ++i)
+          (md->owner[i] != MigDevice::kNoOwner ? held_key : free_key) |= mig::AddableMemo::Key(md->layout.instances[i]);
+        // A GPU in the state of one seen before in this call (same model,
+        // same held and free instances) offers the same choice at a later
+        // place, which loses every tie: it cannot be better.
+        if (!seen.insert(SeenState{c.gpu_model(n), held_key, free_key}).second) continue;
         // The increases depend on the held instances only: computed once per
         // held layout in a pass (thousands of GPUs share a few layouts).
         mig::Layout held;  // built only when its layout is new in this pass
@@ -90,9 +112,7 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
             if (md->owner[i] != MigDevice::kNoOwner) held.instances.push_back(md->layout.instances[i]);
           return held;
         };
-        uint64_t key = static_cast<uint64_t>(static_cast<uint32_t>(c.gpu_model(n))) << 32;
-        for (size_t i = 0; i < md->owner.size(); ++i)
-          if (md->owner[i] != MigDevice::kNoOwner) key |= mig::AddableMemo::Key(md->layout.instances[i]);
+        const uint64_t key = static_cast<uint64_t>(static_cast<uint32_t>(c.gpu_model(n))) << 32 | held_key;
         auto it = deltas.find(key);
         if (it == deltas.end()) it = deltas.emplace(key, mig::SlotDeltas(MemoFor(*g), held_only(), profile, mix)).first;
         for (mig::SlotChoice sc : it->second) {
