@@ -93,6 +93,32 @@ TEST(MigPack, FragmentationDecidesBetweenGpus) {
   EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "0/1/1g.10gb@1");
 }
 
+// Two GPUs that hold the same instances differ in their free ones: the
+// later GPU, whose free instance is where the request goes, wins (it is
+// reused); a GPU in the very same state as an earlier one loses the tie.
+TEST(MigPack, TheSameHeldInstancesWithAFreeOneToReuseWin) {
+  const int three = G().FindProfile("3g.40gb");
+  const int one = G().FindProfile("1g.10gb");
+  // Where a 1g goes beside a held 3g@0.
+  Fixture probe("pack", {{"n0", 64000, 1 << 20, 1, "H100"}});
+  ASSERT_TRUE(probe.scheduler.Bind(probe.Mig("3g.40gb"), Placement{{{0, 1000, 1024, {}, {}, {{0, three, 0}}}}}));
+  const std::string alone = probe.Where(probe.Mig("1g.10gb"));
+  ASSERT_EQ(alone.substr(0, 4), "0/0/") << alone;
+  const int at = std::stoi(alone.substr(alone.find('@') + 1));
+  Fixture f("pack", {{"n0", 64000, 1 << 20, 2, "H100"}});
+  ASSERT_TRUE(f.scheduler.Bind(f.Mig("3g.40gb"), Placement{{{0, 1000, 1024, {}, {}, {{0, three, 0}}}}}));
+  ASSERT_TRUE(f.scheduler.Bind(f.Mig("3g.40gb"), Placement{{{0, 1000, 1024, {}, {}, {{1, three, 0}}}}}));
+  const Job& gone = f.Mig("1g.10gb");
+  ASSERT_TRUE(f.scheduler.Bind(gone, Placement{{{0, 1000, 1024, {}, {}, {{1, one, at}}}}}));
+  ASSERT_TRUE(f.scheduler.Release(gone));  // its instance stays, free
+  EXPECT_EQ(f.Where(f.Mig("1g.10gb")), fmt::format("0/1/1g.10gb@{}", at));
+  // Identical states: the first GPU.
+  Fixture same("pack", {{"n0", 64000, 1 << 20, 2, "H100"}});
+  ASSERT_TRUE(same.scheduler.Bind(same.Mig("3g.40gb"), Placement{{{0, 1000, 1024, {}, {}, {{0, three, 0}}}}}));
+  ASSERT_TRUE(same.scheduler.Bind(same.Mig("3g.40gb"), Placement{{{0, 1000, 1024, {}, {}, {{1, three, 0}}}}}));
+  EXPECT_EQ(same.Where(same.Mig("1g.10gb")), fmt::format("0/0/1g.10gb@{}", at));
+}
+
 // A GPU in MIG mode with compute to spare but no start slice for the
 // profile is no candidate: 1g@1 and 1g@5 leave 5 compute slices, but a 3g
 // starts only at 0 or 4, both taken. The 3g opens GPU 1; with GPU 1 busy
