@@ -137,12 +137,14 @@ void ClusterState::ApplyMig(const NodeAssignment& a, JobId job, int sign) {
         NormalizeDevice(d);
       }
       mig_idle_compute_ -= compute;
+      node_mig_idle_compute_[static_cast<size_t>(n)] -= compute;
     } else {
       const int i = d.FindInstance(s.profile, s.start);
       if (i >= 0 && d.owner[static_cast<size_t>(i)] == job) {
         d.owner[static_cast<size_t>(i)] = MigDevice::kNoOwner;
         d.busy -= compute;
         mig_idle_compute_ += compute;
+        node_mig_idle_compute_[static_cast<size_t>(n)] += compute;
         if (d.busy == 0) ++idle_mig_gpus_;
       }
     }
@@ -203,8 +205,12 @@ Status ClusterState::SetMigLayout(NodeId n, int32_t gpu, const mig::Layout& layo
     mig_index_[flat] = slot;
     ++mig_gpus_;
     ++idle_mig_gpus_;  // a device new to MIG mode holds no job
-    if (node_mig_gpus_.size() < static_cast<size_t>(num_nodes())) node_mig_gpus_.resize(static_cast<size_t>(num_nodes()), 0);
+    if (node_mig_gpus_.size() < static_cast<size_t>(num_nodes())) {
+      node_mig_gpus_.resize(static_cast<size_t>(num_nodes()), 0);
+      node_mig_idle_compute_.resize(static_cast<size_t>(num_nodes()), 0);
+    }
     ++node_mig_gpus_[static_cast<size_t>(n)];
+    node_mig_idle_compute_[static_cast<size_t>(n)] += mig::kComputeSlices;
     ++mig_counters_.mode_changes;
     mig_idle_compute_ += mig::kComputeSlices;
   }
@@ -232,6 +238,7 @@ Status ClusterState::DisableMig(NodeId n, int32_t gpu) {
   --node_mig_gpus_[static_cast<size_t>(n)];
   ++mig_counters_.mode_changes;
   mig_idle_compute_ -= mig::kComputeSlices;
+  node_mig_idle_compute_[static_cast<size_t>(n)] -= mig::kComputeSlices;
   if (cordoned(n)) {
     // Back to the whole-GPU pool, but the node is drained: into the hold.
     holds_.at(n).gpu_milli[static_cast<size_t>(gpu)] += kMilliPerGpu;
@@ -261,10 +268,17 @@ Status ClusterState::CheckMigInvariants() const {
     }
   }
   for (NodeId n = 0; n < num_nodes(); ++n) {
-    int32_t on_node = 0;
-    for (int32_t d = 0; d < gpu_count(n); ++d) on_node += mig_device(n, d) != nullptr;
+    int32_t on_node = 0, idle_on_node = 0;
+    for (int32_t d = 0; d < gpu_count(n); ++d) {
+      const MigDevice* md = mig_device(n, d);
+      on_node += md != nullptr;
+      if (md) idle_on_node += mig::kComputeSlices - md->CountBusyCompute();
+    }
     if (on_node != mig_gpus(n))
       return MakeError(ErrorCode::kInternal, "node '{}': {} GPUs in MIG mode, counted {}", names_[n], on_node, mig_gpus(n));
+    if (idle_on_node != mig_idle_compute(n))
+      return MakeError(ErrorCode::kInternal, "node '{}': {} idle MIG compute slices recorded, counted {}", names_[n],
+                       mig_idle_compute(n), idle_on_node);
   }
   for (size_t f = 0; f < mig_index_.size(); ++f) {
     if (mig_index_[f] < 0) continue;

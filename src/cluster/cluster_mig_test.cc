@@ -73,6 +73,7 @@ TEST(ClusterMig, IdleDevicesInMigModeAreCounted) {
   ClusterState s = H100Node();
   auto check = [&](int64_t want) {
     EXPECT_EQ(s.idle_mig_gpus(), want);
+    EXPECT_EQ(s.mig_idle_compute(0), s.mig_idle_compute());  // one node holds them all
     EXPECT_TRUE(s.CheckInvariants()) << s.CheckInvariants().error().message;
   };
   check(0);

@@ -232,6 +232,10 @@ class ClusterState {
     return static_cast<size_t>(n) < node_mig_gpus_.size() ? node_mig_gpus_[static_cast<size_t>(n)] : 0;
   }
   int64_t mig_idle_compute() const { return mig_idle_compute_; }
+  // The same on node n: no GPU there has more free compute slices.
+  int32_t mig_idle_compute(NodeId n) const {
+    return static_cast<size_t>(n) < node_mig_idle_compute_.size() ? node_mig_idle_compute_[static_cast<size_t>(n)] : 0;
+  }
   // GPUs in MIG mode that hold no job (their instances all free).
   int64_t idle_mig_gpus() const { return idle_mig_gpus_; }
   // GPU capacity jobs hold, in GPUs: milli-GPU allocations plus held MIG
@@ -329,6 +333,7 @@ class ClusterState {
   std::vector<int32_t> node_mig_gpus_;  // per node (grown when a device enters MIG mode)
   int64_t mig_idle_compute_ = 0;
   int64_t idle_mig_gpus_ = 0;
+  std::vector<int32_t> node_mig_idle_compute_;  // by node, sized with node_mig_gpus_
   MigCounters mig_counters_;
 
   // What a cordon holds out of node n's free capacity: CPU, memory and

@@ -47,16 +47,19 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
   std::vector<int> profile_of;  // the job's profile index, per GPU model
   std::unordered_map<uint64_t, std::vector<mig::SlotChoice>> deltas;  // by GPU model and held layout, this pass
   std::unordered_set<SeenState, SeenHash> seen;
-  for (NodeId n = 0; n < c.num_nodes(); ++n) {
-    if (c.gpu_count(n) == 0 || !pod.gpu_spec.Allows(c.gpu_model(n))) continue;
-    // A drained node's idle instances are not for new jobs (CanBind would
-    // refuse them; a job asking no CPU or memory would otherwise pick one).
-    if (c.cordoned(n)) continue;
-    if (c.cpu_free(n) < j.cpu_milli || c.memory_free(n) < j.memory_mib) continue;
+  // The node's geometry, and the job's profile index in `profile`; null
+  // when the node cannot take the job: no GPU of an allowed model, drained
+  // (CanBind would refuse its idle instances; a job asking no CPU or memory
+  // would otherwise pick one), short of CPU or memory, no MIG mode for its
+  // model or no such profile in it.
+  auto usable = [&](NodeId n, int& profile) -> const mig::Geometry* {
+    if (c.gpu_count(n) == 0 || !pod.gpu_spec.Allows(c.gpu_model(n))) return nullptr;
+    if (c.cordoned(n)) return nullptr;
+    if (c.cpu_free(n) < j.cpu_milli || c.memory_free(n) < j.memory_mib) return nullptr;
     // The geometry and profile by GPU model, looked up once per model (name
     // lookups per node dominated a pass over a large fleet).
     const mig::Geometry* g = nullptr;
-    int profile = -1;
+    profile = -1;
     if (const GpuModelId id = c.gpu_model(n); id < 0) {
       g = mig::FindGeometry(c.models().Name(id));
       profile = g ? g->FindProfile(j.mig_profile) : -1;
@@ -70,14 +73,17 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
       g = *geometry_of[model];
       profile = profile_of[model];
     }
-    if (!g || profile < 0) continue;
-    if (c.mig_gpus(n) == 0) {
-      // No device in MIG mode here: only an idle GPU to put into it (which
-      // one is settled below, for the node chosen).
-      const bool better_idle = idle_node < 0 || (policy_ == MigPackPolicy::kFragAware && c.free_whole_gpus(n) < c.free_whole_gpus(idle_node));
-      if (c.free_whole_gpus(n) > 0 && better_idle) idle_node = n, idle_gpu = -1, idle_geometry = g;
-      continue;
-    }
+    return profile < 0 ? nullptr : g;
+  };
+  // First a slot on a GPU in MIG mode (most requests find one), so the
+  // nodes without one are not read at all then.
+  for (NodeId n = 0; n < c.num_nodes(); ++n) {
+    if (c.mig_gpus(n) == 0) continue;
+    int profile = -1;
+    const mig::Geometry* g = usable(n, profile);
+    if (!g) continue;
+    // No GPU here has the compute for a new instance.
+    if (c.mig_idle_compute(n) < g->profile(profile).compute) continue;
     if (policy_ == MigPackPolicy::kFragAware && g != mix_geometry) {  // the mix, once per GPU model
       mix_geometry = g;
       mix.weight.assign(g->profiles.size(), 1.0);
@@ -86,12 +92,7 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
     }
     for (int32_t d = 0; d < c.gpu_count(n); ++d) {
       const MigDevice* md = c.mig_device(n, d);
-      if (!md) {
-        if (c.gpu_free(n)[static_cast<size_t>(d)] != kMilliPerGpu) continue;
-        const bool better_idle = idle_node < 0 || (policy_ == MigPackPolicy::kFragAware && c.free_whole_gpus(n) < c.free_whole_gpus(idle_node));
-        if (better_idle) idle_node = n, idle_gpu = d, idle_geometry = g;
-        continue;
-      }
+      if (!md) continue;
       // A new instance needs its compute slices beside the held ones (the
       // packers lay out the held instances only): a full GPU is no candidate.
       if (md->BusyCompute() + g->profile(profile).compute > mig::kComputeSlices) continue;
@@ -137,6 +138,17 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
       if (!best || key(cand) < key(*best)) best = cand;
     }
     if (best && policy_ == MigPackPolicy::kFirstFit) break;
+  }
+  // Then an idle GPU to put into MIG mode: on the node with the fewest free
+  // whole GPUs (pack; the first such node on a tie) or the first node (first
+  // fit), its first idle GPU (settled below).
+  for (NodeId n = 0; !best && n < c.num_nodes(); ++n) {
+    if (c.free_whole_gpus(n) == 0) continue;
+    if (idle_node >= 0 && !(policy_ == MigPackPolicy::kFragAware && c.free_whole_gpus(n) < c.free_whole_gpus(idle_node))) continue;
+    int profile = -1;
+    const mig::Geometry* g = usable(n, profile);
+    if (!g) continue;
+    idle_node = n, idle_gpu = -1, idle_geometry = g;
   }
   if (!best && idle_node >= 0) {
     for (int32_t d = 0; idle_gpu < 0 && d < c.gpu_count(idle_node); ++d)

@@ -119,6 +119,34 @@ TEST(MigPack, TheSameHeldInstancesWithAFreeOneToReuseWin) {
   EXPECT_EQ(same.Where(same.Mig("1g.10gb")), fmt::format("0/0/1g.10gb@{}", at));
 }
 
+// GPUs that differ in their first instance only are two states: GPU 0
+// (1g@0, 1g@5) has no start for a 3g, GPU 1 (1g@4, 1g@5) has 3g@0.
+TEST(MigPack, GpusDifferingInTheirFirstInstanceAreNotTheSame) {
+  Fixture f("pack", {{"n0", 64000, 1 << 20, 2, "H100"}});
+  const int one = G().FindProfile("1g.10gb");
+  for (const auto& [gpu, start] : std::vector<std::pair<int32_t, int32_t>>{{0, 0}, {0, 5}, {1, 4}, {1, 5}})
+    ASSERT_TRUE(f.scheduler.Bind(f.Mig("1g.10gb"), Placement{{{0, 1000, 1024, {}, {}, {{gpu, one, start}}}}}));
+  EXPECT_EQ(f.Where(f.Mig("3g.40gb")), "0/1/3g.40gb@0");
+}
+
+// A node whose MIG GPUs have, all together, just the compute a request
+// needs is searched (it packs there rather than opening an idle GPU); one
+// whose GPUs are full and which has no idle GPU is passed over.
+TEST(MigPack, ANodeWithJustEnoughComputeIsSearched) {
+  for (const char* placer : {"pack", "first-fit"}) {
+    SCOPED_TRACE(placer);
+    Fixture f(placer, {{"full", 64000, 1 << 20, 1, "H100"}, {"n0", 64000, 1 << 20, 1, "H100"}, {"n1", 64000, 1 << 20, 1, "H100"}});
+    ASSERT_TRUE(f.scheduler.Bind(f.Mig("7g.80gb"), Placement{{{0, 1000, 1024, {}, {}, {{0, G().FindProfile("7g.80gb"), 0}}}}}));
+    ASSERT_TRUE(f.scheduler.Bind(f.Mig("4g.40gb"), Placement{{{1, 1000, 1024, {}, {}, {{0, G().FindProfile("4g.40gb"), 0}}}}}));
+    EXPECT_EQ(f.scheduler.cluster().mig_idle_compute(0), 0);
+    EXPECT_EQ(f.scheduler.cluster().mig_idle_compute(1), 3);
+    EXPECT_EQ(f.Where(f.Mig("3g.40gb")), "1/0/3g.40gb@4");
+    EXPECT_EQ(f.scheduler.cluster().mig_idle_compute(1), 0);
+    EXPECT_EQ(f.Where(f.Mig("1g.10gb")).substr(0, 4), "2/0/");
+    EXPECT_TRUE(f.scheduler.cluster().CheckInvariants());
+  }
+}
+
 // A GPU in MIG mode with compute to spare but no start slice for the
 // profile is no candidate: 1g@1 and 1g@5 leave 5 compute slices, but a 3g
 // starts only at 0 or 4, both taken. The 3g opens GPU 1; with GPU 1 busy
