@@ -274,6 +274,24 @@ void TenantQueue::DropWaiting(Entry& e) {
   UnlistWaiting(e);
 }
 
+void TenantQueue::DropWaiting(std::span<Entry* const> drop) {
+  if (drop.size() <= 1) {
+    for (Entry* e : drop) DropWaiting(*e);
+    return;
+  }
+  std::vector<int32_t> groups;
+  for (Entry* e : drop) {
+    e->dropping = true;
+    groups.push_back(e->quota_id);
+  }
+  std::ranges::sort(groups);
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  std::erase_if(waiting_, [](const Entry* x) { return x->dropping; });
+  for (int32_t q : groups)
+    std::erase_if(waiting_by_quota_[static_cast<size_t>(q)], [](const Keyed& k) { return k.e->dropping; });
+  for (Entry* e : drop) e->dropping = false;
+}
+
 void TenantQueue::DemoteToSpot(tenancy::TenantId tenant) {
   if (!tree_ || tenant == tenancy::kNoTenant || tree_->spec(tenant).tier != Tier::kStandard) return;
   if (demoted_.size() < static_cast<size_t>(tree_->size())) demoted_.resize(static_cast<size_t>(tree_->size()), false);
@@ -1017,8 +1035,10 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   }
   // Drop started and unresolvable jobs from the waiting list (victims
   // evicted in this pass are in it already).
+  std::vector<Entry*> dropped;
   for (size_t i = 0; i < order.size(); ++i)
-    if (started[i] != 0) DropWaiting(*order[i].e);
+    if (started[i] != 0) dropped.push_back(order[i].e);
+  DropWaiting(dropped);
   for (size_t i = 0; i < order.size(); ++i) {
     if (started[i] == 0) continue;
     RemoveShape(*order[i].e);

@@ -187,6 +187,7 @@ class TenantQueue : public WorkQueue {
     int64_t waiting_since = 0;
     int32_t restarts = 0;
     bool running = false;
+    bool dropping = false;  // inside DropWaiting(span) only
     int64_t start_s = 0, end_s = 0;
     int64_t planned_end_s = 0;  // the end the queue plans with (estimates)
     size_t running_index = 0;   // in running_list_ while running
@@ -286,6 +287,9 @@ class TenantQueue : public WorkQueue {
   void UnlistWaiting(Entry& e);
   // Removes e from waiting_ (found by its seq) and from its quota group.
   void DropWaiting(Entry& e);
+  // The same for many at once, one sweep per list (a pass starts hundreds
+  // of jobs; an erase each moved the rest of the list every time).
+  void DropWaiting(std::span<Entry* const> drop);
   std::vector<bool> demoted_;     // by tenant id: DemoteToSpot
   std::set<std::pair<int64_t, JobId>> running_;  // (planned end time, id)
   std::vector<Entry*> running_list_;             // the running entries, for victim searches
