@@ -82,13 +82,20 @@ const std::vector<Geometry>& AllGeometries() {
 }
 
 const Geometry* FindGeometry(std::string_view gpu_model) {
+  // Every geometry's model and aliases, made canonical once, in the order
+  // they are tried (a placer asks per request).
+  static const std::vector<std::pair<std::string, const Geometry*>> names = [] {
+    std::vector<std::pair<std::string, const Geometry*>> out;
+    for (const Geometry& g : AllGeometries()) {
+      out.emplace_back(Canon(g.model), &g);
+      for (const std::string& a : g.aliases) out.emplace_back(Canon(a), &g);
+    }
+    return out;
+  }();
   const std::string want = Canon(gpu_model);
   if (want.empty()) return nullptr;
-  for (const Geometry& g : AllGeometries()) {
-    if (Canon(g.model) == want) return &g;
-    for (const std::string& a : g.aliases)
-      if (Canon(a) == want) return &g;
-  }
+  for (const auto& [name, g] : names)
+    if (name == want) return g;
   return nullptr;
 }
 
