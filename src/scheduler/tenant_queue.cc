@@ -855,7 +855,17 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   // searched again in this pass (a larger request of the same standing
   // finds no victims either — a policy rule that keeps a pass at a few
   // searches per tenant, not one per waiting job).
-  std::map<std::tuple<TenantId, int32_t, int32_t, bool>, int32_t> no_victims_from;
+  using VictimsKey = std::tuple<TenantId, int32_t, int32_t, bool>;
+  struct VictimsKeyHash {
+    size_t operator()(const VictimsKey& k) const noexcept {
+      const auto [t, p, q, one] = k;
+      uint64_t h = static_cast<uint32_t>(t);
+      h = h * 0x9E3779B97F4A7C15ULL ^ static_cast<uint32_t>(p);
+      h = h * 0x9E3779B97F4A7C15ULL ^ (static_cast<uint64_t>(static_cast<uint32_t>(q)) << 1 | (one ? 1 : 0));
+      return static_cast<size_t>(h * 0x9E3779B97F4A7C15ULL);
+    }
+  };
+  std::unordered_map<VictimsKey, int32_t, VictimsKeyHash> no_victims_from;  // looked up, never listed
   auto victims_key = [&](const Entry& x) {
     return std::tuple{x.tenant, x.job->priority, las ? LasQueue(x, now) : 0, x.job->single_node};
   };
