@@ -119,6 +119,16 @@ TEST(MigPack, TheSameHeldInstancesWithAFreeOneToReuseWin) {
   EXPECT_EQ(same.Where(same.Mig("1g.10gb")), fmt::format("0/0/1g.10gb@{}", at));
 }
 
+// The fragmentation increase decides before how busy a GPU is: a 1g beside
+// GPU 0's 1g@0 (at @1) breaks less than beside GPU 1's 2g@0, though GPU 1
+// is the busier (the busier GPU wins only a tie).
+TEST(MigPack, TheSmallerIncreaseBeatsTheBusierGpu) {
+  Fixture f("pack", {{"n0", 64000, 1 << 20, 2, "H100"}});
+  ASSERT_TRUE(f.scheduler.Bind(f.Mig("1g.10gb"), Placement{{{0, 1000, 1024, {}, {}, {{0, G().FindProfile("1g.10gb"), 0}}}}}));
+  ASSERT_TRUE(f.scheduler.Bind(f.Mig("2g.20gb"), Placement{{{0, 1000, 1024, {}, {}, {{1, G().FindProfile("2g.20gb"), 0}}}}}));
+  EXPECT_EQ(f.Where(f.Mig("1g.10gb")), "0/0/1g.10gb@1");
+}
+
 // GPUs that differ in their first instance only are two states: GPU 0
 // (1g@0, 1g@5) has no start for a 3g, GPU 1 (1g@4, 1g@5) has 3g@0.
 TEST(MigPack, GpusDifferingInTheirFirstInstanceAreNotTheSame) {
