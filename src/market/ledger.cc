@@ -160,7 +160,8 @@ Result<std::vector<TransferOutcome>> Ledger::CreateTransfers(std::span<const Tra
   if (memo_ && memo_->write_behind > 0) {
     if (!memo_->broken.empty()) return std::unexpected(Sync().error());
     // Decided in memory unless the batch must read a record from the store:
-    // a retried id (its original answer) or a reversal (what it reverses and
+    // a retried id (its original answer; or an id that only shares a
+    // recorded one's hash) or a reversal (what it reverses and
     // what was reversed before). Those write the group first, then go the
     // store's way below.
     const bool reads = std::ranges::any_of(batch, [&](const Transfer& t) {

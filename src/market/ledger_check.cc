@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "market/ledger.h"
+#include "market/ledger_batch.h"
 #include "market/ledger_rows.h"
 
 namespace tidal::market {
@@ -17,14 +18,9 @@ namespace af = account_flags;
 
 constexpr std::size_t kMaxViolations = 100;
 
-struct NameHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-
 struct Book {
   std::map<std::string, Account, std::less<>> accounts;
-  std::unordered_map<std::string, Hold, NameHash, std::equal_to<>> holds;  // reported in id order
+  std::unordered_map<std::string, Hold, LedgerMemo::NameHash, std::equal_to<>> holds;  // reported in id order
   std::vector<std::string>* violations;
 
   template <typename... Args>

@@ -1,7 +1,6 @@
 #include "scheduler/preemption.h"
 
 #include <algorithm>
-#include <map>
 #include <unordered_map>
 
 #include "framework/gang.h"
