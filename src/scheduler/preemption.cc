@@ -58,11 +58,14 @@ namespace {
 
 using Admissible = std::function<bool(const VictimCandidate&, std::span<const size_t> chosen)>;
 
-void Consider(std::optional<PreemptionPlan>& best, PreemptionPlan plan, std::span<const VictimCandidate> candidates) {
-  plan.cost = 0;
-  for (size_t i : plan.victims) plan.cost += candidates[i].cost;
-  if (!best || plan.cost < best->cost || (plan.cost == best->cost && plan.victims.size() < best->victims.size())) {
-    best = std::move(plan);
+// Keeps the cheaper of `best` and the plan of `victims` in domain d (fewer
+// victims at equal cost); a plan is built only when it wins.
+void Consider(std::optional<PreemptionPlan>& best, int64_t d, std::span<const size_t> victims,
+              std::span<const VictimCandidate> candidates) {
+  int64_t cost = 0;
+  for (size_t i : victims) cost += candidates[i].cost;
+  if (!best || cost < best->cost || (cost == best->cost && victims.size() < best->victims.size())) {
+    best = PreemptionPlan{.domain = d, .victims = {victims.begin(), victims.end()}, .cost = cost};
   }
 }
 
@@ -88,7 +91,11 @@ std::optional<PreemptionPlan> PlanInDomains(std::vector<Freed>& all, std::span<c
     return l != r ? l < r : a.cand < b.cand;
   });
   std::optional<PreemptionPlan> best;
+  // Scratch reused over the domains (a search on hosts reads hundreds).
   std::vector<std::pair<size_t, int32_t>> list;
+  std::vector<size_t> victims, order, kept;
+  std::vector<int32_t> gave;
+  std::vector<uint8_t> keep;
   for (size_t g = 0; g < all.size();) {
     const int64_t d = all[g].domain;
     list.clear();
@@ -102,37 +109,36 @@ std::optional<PreemptionPlan> PlanInDomains(std::vector<Freed>& all, std::span<c
     // One victim that frees enough on its own (the greedy pass can miss it
     // when an earlier, cheaper pick makes it inadmissible).
     for (const auto& [i, k] : list) {
-      if (k >= need && admissible(candidates[i], {})) Consider(best, PreemptionPlan{.domain = d, .victims = {i}}, candidates);
+      if (k >= need && admissible(candidates[i], {})) Consider(best, d, std::span(&i, 1), candidates);
     }
-    PreemptionPlan plan{.domain = d};
-    std::vector<int32_t> gave;
+    victims.clear();
+    gave.clear();
     int64_t got = 0;
     for (const auto& [i, k] : list) {
       if (got >= need) break;
-      if (!admissible(candidates[i], plan.victims)) continue;
-      plan.victims.push_back(i);
+      if (!admissible(candidates[i], victims)) continue;
+      victims.push_back(i);
       gave.push_back(k);
       got += k;
     }
     if (got < need) continue;
     // Prune: drop victims not needed, dearest first. (Dropping one only
     // leaves its tenant with more, so the others stay admissible.)
-    std::vector<size_t> order(plan.victims.size());
+    order.resize(victims.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
     std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return candidates[plan.victims[a]].cost > candidates[plan.victims[b]].cost; });
-    std::vector<uint8_t> keep(order.size(), 1);
+              [&](size_t a, size_t b) { return candidates[victims[a]].cost > candidates[victims[b]].cost; });
+    keep.assign(order.size(), 1);
     for (size_t k : order) {
       if (got - gave[k] >= need) {
         keep[k] = 0;
         got -= gave[k];
       }
     }
-    std::vector<size_t> kept;
+    kept.clear();
     for (size_t k = 0; k < keep.size(); ++k)
-      if (keep[k]) kept.push_back(plan.victims[k]);
-    plan.victims = std::move(kept);
-    Consider(best, std::move(plan), candidates);
+      if (keep[k]) kept.push_back(victims[k]);
+    Consider(best, d, kept, candidates);
   }
   return best;
 }
@@ -286,7 +292,7 @@ std::optional<PreemptionPlan> PlanWholeHosts(const ClusterState& c, const PodReq
     for (size_t i : plan.victims) chosen[i] = 0;
     g = end;
     if (got < pod.num_gpu() || plan.victims.empty()) continue;
-    Consider(best, std::move(plan), candidates);
+    Consider(best, plan.domain, plan.victims, candidates);
   }
   return best;
 }
