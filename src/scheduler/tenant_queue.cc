@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "framework/gang.h"
@@ -333,6 +334,9 @@ Status TenantQueue::SetTree(std::shared_ptr<const tenancy::TenantTree> tree) {
 }
 
 void TenantQueue::UnlistRunning(Entry& e) {
+  const RunningHot& h = running_hot_[e.running_index];
+  attained_all_.Remove(h.attained_gpu_s, h.start_s, h.gpus);
+  if (h.tier != Tier::kGuaranteed) attained_not_guaranteed_.Remove(h.attained_gpu_s, h.start_s, h.gpus);
   Entry* last = running_list_.back();
   running_list_[e.running_index] = last;
   running_hot_[e.running_index] = running_hot_.back();
@@ -425,35 +429,63 @@ int32_t TenantQueue::LasQueueOf(int64_t attained_gpu_s) const {
   return q;
 }
 
-TenantQueue::OrderKey TenantQueue::KeyOf(const Entry& e, int64_t now) const {
-  OrderKey k = FifoKey(e);
+TenantQueue::OrderKey TenantQueue::GroupKey(int32_t quota_id, TenantId tenant) const {
+  OrderKey k;
+  switch (options_.order) {
+    case TenantOrder::kFairShare:
+      if (tree_) {
+        k.cls = options_.floor_first && !FitsOwn(quota_id) ? 1 : 0;
+        k.value = meter_->NormalizedUsageOverShare(tenant);
+      }
+      break;
+    case TenantOrder::kSlurmMultifactor:
+      k.value = tree_ ? meter_->SlurmFactor(tenant) : 1;
+      break;
+    case TenantOrder::kKueue:
+      if (tree_) k.cls = FitsOwn(quota_id) ? 0 : 1;
+      break;
+    case TenantOrder::kFifo:
+    case TenantOrder::kLas:
+      break;
+  }
+  return k;
+}
+
+TenantQueue::OrderKey TenantQueue::EntryKey(const OrderKey& group, OrderKey fifo, const Entry& e, int64_t now,
+                                            int32_t las_queue) const {
+  OrderKey k = fifo;
   switch (options_.order) {
     case TenantOrder::kFifo:
       break;
     case TenantOrder::kFairShare:
-      if (tree_) {
-        k.cls = options_.floor_first && !FitsOwn(e) ? 1 : 0;
-        k.value = meter_->NormalizedUsageOverShare(e.tenant);
-      }
-      if (options_.las_on_borrowed) k.cls = k.cls * 1024 + LasQueue(e, now);
+      k.cls = group.cls;
+      k.value = group.value;
+      if (options_.las_on_borrowed) k.cls = k.cls * 1024 + las_queue;
       break;
     case TenantOrder::kSlurmMultifactor: {
       const double age = std::min(1.0, static_cast<double>(now - e.job->submit_time_s.value_or(now)) /
                                            static_cast<double>(std::max<int64_t>(1, options_.slurm_max_age_s)));
-      const double fs = tree_ ? meter_->SlurmFactor(e.tenant) : 1;
-      k.value = -(options_.slurm_weight_fairshare * fs + options_.slurm_weight_age * age);
+      k.value = -(options_.slurm_weight_fairshare * group.value + options_.slurm_weight_age * age);
       k.priority = 0;
       break;
     }
     case TenantOrder::kKueue:
-      if (tree_) k.cls = FitsOwn(e) ? 0 : 1;
+      k.cls = group.cls;
       break;
     case TenantOrder::kLas:
-      k.cls = LasQueue(e, now);
+      k.cls = las_queue;
       k.priority = 0;
       break;
   }
   return k;
+}
+
+bool TenantQueue::KeyReadsLasQueue() const {
+  return options_.order == TenantOrder::kLas || (options_.order == TenantOrder::kFairShare && options_.las_on_borrowed);
+}
+
+TenantQueue::OrderKey TenantQueue::KeyOf(const Entry& e, int64_t now) const {
+  return EntryKey(GroupKey(e.quota_id, e.tenant), FifoKey(e), e, now, KeyReadsLasQueue() ? LasQueue(e, now) : 0);
 }
 
 TenantQueue::QuotaVerdict& TenantQueue::VerdictOf(int32_t quota_id) const {
@@ -587,6 +619,9 @@ void TenantQueue::Start(Entry& e, const Placement& p, int64_t now, QueuePass& pa
   running_list_.push_back(&e);
   running_hot_.push_back({.start_s = now, .attained_gpu_s = e.attained_gpu_s, .gpus = static_cast<int32_t>(GpusOf(e)),
                           .priority = e.job->priority, .tenant = e.tenant, .tier = e.tier, .quota_id = e.quota_id});
+  const RunningHot& h = running_hot_.back();
+  attained_all_.Add(h.attained_gpu_s, h.start_s, h.gpus);
+  if (h.tier != Tier::kGuaranteed) attained_not_guaranteed_.Add(h.attained_gpu_s, h.start_s, h.gpus);
   Account(e, +1);
   pass.started.push_back(e.job);
   pass.ends.push_back(e.end_s);
@@ -657,6 +692,20 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
   if (!AdmitsWithoutAny(e, las, lower, reclaim, las_borrowed)) return false;
   ++pass.victim_scans;
   const int32_t my_queue = las || las_borrowed ? LasQueue(e, now) : 0;
+  // Only the LAS rules can give a victim (no reclaim, no lower priority of
+  // its own tenant running): they need a running job in a higher LAS queue,
+  // one that has attained at least every limit up to this job's queue. When
+  // none has (most searches of LAS on borrowed quota), the scan finds none.
+  if ((las || las_borrowed) && !reclaim && !lower) {
+    bool above = static_cast<size_t>(my_queue) < options_.las_limits_gpu_s.size();
+    if (above) {
+      int64_t limit = options_.las_limits_gpu_s.front();
+      for (size_t q = 1; q <= static_cast<size_t>(my_queue); ++q) limit = std::max(limit, options_.las_limits_gpu_s[q]);
+      const AttainedBound& held = las ? attained_all_ : attained_not_guaranteed_;
+      above = !held.empty() && held.MaxAt(now) >= limit;
+    }
+    if (!above) return false;
+  }
   // A victim's tenant must still be borrowing after the victims chosen
   // before it (a tenant at or below its floor is never a victim).
   std::vector<Entry*> cand_entries;
@@ -815,9 +864,13 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     const size_t begin = keyed.size();
     keyed.insert(keyed.end(), group.begin(), group.end());
     if (options_.order != TenantOrder::kFifo || las) {
+      // KeyOf, with what is the same for the whole group read once (its
+      // tenant's usage and quota verdict) and each LAS queue once.
+      const OrderKey part = GroupKey(group.front().quota_id, group.front().tenant);
       for (auto k = keyed.begin() + static_cast<std::ptrdiff_t>(begin); k != keyed.end(); ++k) {
-        if (options_.order != TenantOrder::kFifo) k->key = KeyOf(*k->e, now);
-        if (las) k->las_queue = LasQueue(*k->e, now);
+        const int32_t q = las ? LasQueue(*k->e, now) : 0;
+        if (las) k->las_queue = q;
+        if (options_.order != TenantOrder::kFifo) k->key = EntryKey(part, k->key, *k->e, now, q);
       }
     }
     const auto first = keyed.begin() + static_cast<std::ptrdiff_t>(begin);
@@ -869,13 +922,23 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   auto victims_key = [&](const Entry& x) {
     return std::tuple{x.tenant, x.job->priority, las ? LasQueue(x, now) : 0, x.job->single_node};
   };
-  auto in_vain = [&](const auto& key, int32_t gpus) {
+  // Per tenant (index tenant + 1), the fewest GPUs of any of its keys there
+  // (none: INT32_MAX): most lookups, one per waiting job a quick skip
+  // reads, end here without a hash.
+  std::vector<int32_t> fewest_in_vain;
+  auto may_be_in_vain = [&](TenantId t, int32_t gpus) {
+    const auto i = static_cast<size_t>(t + 1);
+    return i < fewest_in_vain.size() && gpus >= fewest_in_vain[i];
+  };
+  auto in_vain = [&](const VictimsKey& key, int32_t gpus) {
     auto it = no_victims_from.find(key);
     return it != no_victims_from.end() && gpus >= it->second;
   };
-  auto searched_in_vain = [&](const Entry& x) { return in_vain(victims_key(x), x.request.num_gpu()); };
+  auto searched_in_vain = [&](const Entry& x) {
+    return may_be_in_vain(x.tenant, x.request.num_gpu()) && in_vain(victims_key(x), x.request.num_gpu());
+  };
   auto searched_in_vain_k = [&](const Keyed& k) {  // the same from the order's copy
-    return in_vain(std::tuple{k.tenant, k.priority, k.las_queue, k.single_node}, k.num_gpu);
+    return may_be_in_vain(k.tenant, k.num_gpu) && in_vain(VictimsKey{k.tenant, k.priority, k.las_queue, k.single_node}, k.num_gpu);
   };
   // Searches not owed to a guarantee (priority, LAS on borrowed quota, a
   // reclaim while the floor is in fact free) are capped per pass: each one
@@ -893,6 +956,9 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   auto no_victims_for = [&](const Entry& x) {
     auto [it, added] = no_victims_from.try_emplace(victims_key(x), x.request.num_gpu());
     if (!added) it->second = std::min(it->second, x.request.num_gpu());
+    const auto i = static_cast<size_t>(x.tenant + 1);
+    if (i >= fewest_in_vain.size()) fewest_in_vain.resize(i + 1, std::numeric_limits<int32_t>::max());
+    fewest_in_vain[i] = std::min(fewest_in_vain[i], x.request.num_gpu());
   };
   // Per shape, the shortest remaining run that was found to delay the
   // reserved job in this pass: as long or longer ones of that shape are
@@ -1083,6 +1149,15 @@ Status TenantQueue::CheckInvariants() const {
         h.quota_id != v.quota_id)
       return MakeError(ErrorCode::kInternal, "running job '{}' differs from its filter entry", v.job->name);
   }
+  // The attained bounds hold exactly the running jobs (read at time 0: keys only).
+  int64_t most_all = AttainedBound::kNone, most_not_guaranteed = AttainedBound::kNone;
+  for (const RunningHot& h : running_hot_) {
+    const int64_t at0 = h.attained_gpu_s - h.start_s * h.gpus;
+    most_all = std::max(most_all, at0);
+    if (h.tier != Tier::kGuaranteed) most_not_guaranteed = std::max(most_not_guaranteed, at0);
+  }
+  if (attained_all_.MaxAt(0) != most_all || attained_not_guaranteed_.MaxAt(0) != most_not_guaranteed)
+    return MakeError(ErrorCode::kInternal, "the running jobs' attained bound lost step");
   // The order of a pass is built from the groups: they list every waiting job once.
   size_t listed = 0;
   for (size_t g = 0; g < waiting_by_quota_.size(); ++g) {

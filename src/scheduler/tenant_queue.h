@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "scheduler/attained_bound.h"
 #include "scheduler/queue.h"
 #include "scheduler/reservation.h"
 #include "scheduler/scheduler.h"
@@ -220,6 +221,12 @@ class TenantQueue : public WorkQueue {
   TenantQueue(const TenantQueue&) = default;  // for Fork, which rebinds the pointers
 
   OrderKey KeyOf(const Entry& e, int64_t now) const;
+  // KeyOf in two parts: what is the same for one quota group (one tenant and
+  // request), and the key of one of its jobs from that part, its FIFO key
+  // and its LAS queue (read only where KeyReadsLasQueue()).
+  OrderKey GroupKey(int32_t quota_id, tenancy::TenantId tenant) const;
+  OrderKey EntryKey(const OrderKey& group, OrderKey fifo, const Entry& e, int64_t now, int32_t las_queue) const;
+  bool KeyReadsLasQueue() const;
   // The key under FIFO (priority, then arrival); it never changes.
   static OrderKey FifoKey(const Entry& e) { return {.priority = -e.job->priority, .seq = e.seq}; }
   // Wall seconds of e's next (or current) run: what is left, stretched by
@@ -306,6 +313,10 @@ class TenantQueue : public WorkQueue {
     int32_t quota_id = -1;  // Entry::quota_id
   };
   std::vector<RunningHot> running_hot_;  // parallel to running_list_
+  // The most attained by the running jobs, all of them and those not in the
+  // guaranteed tier: a victim search for LAS's rules ends before its scan
+  // when no running job can be in a higher LAS queue than the waiting one.
+  AttainedBound attained_all_, attained_not_guaranteed_;
   void UnlistRunning(Entry& e);
   // The LAS queue of a job that has attained this many GPU-seconds.
   int32_t LasQueueOf(int64_t attained_gpu_s) const;

@@ -1789,3 +1789,41 @@ TEST(TenantQueue, LasOnBorrowedTakesAVictimOfTheSamePriority) {
 
 }  // namespace
 }  // namespace tidal
+
+namespace tidal {
+namespace {
+
+// LAS on borrowed quota waits for the running job to reach the next queue:
+// its attained GPU-seconds grow with its GPUs while it runs. org (pool 8)
+// -> A (0), B (0) on one 8-GPU node, tidal. a1 (8) from 0: 449 * 8 = 3592
+// GPU-s at 449, below the first limit (3600): b1 (8, arrived at 449) waits.
+// At 450 a1 has 3600 (Q1): preempted, lost (450 + 60) x 8 = 4080; b1 starts.
+TEST(TenantQueue, LasOnBorrowedWaitsUntilTheRunningJobReachesTheNextQueue) {
+  Harness h(1, Tree({{"A", 0}, {"B", 0}}, 8), QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 8, 100000, 0);
+  ASSERT_EQ(h.Started(h.Schedule(0)), (Names{a1.name}));
+  const Job& b1 = h.Push("B", 8, 1000, 449);
+  QueuePass p = h.Schedule(449);
+  EXPECT_TRUE(p.preempted.empty());
+  EXPECT_TRUE(p.started.empty());
+  p = h.Schedule(450);
+  EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 4080}}));
+  EXPECT_EQ(h.Started(p), (Names{b1.name}));
+}
+
+// Plain LAS (Tiresias) knows no tiers: a job of a guaranteed-tier tenant in
+// a higher LAS queue is preempted like any other. One 8-GPU node; A is
+// guaranteed. a1 (8) from 0 reaches Q1 at 450; b1 (8) arrives at 500 in Q0:
+// a1 is preempted, lost (500 + 60) x 8 = 4480.
+TEST(TenantQueue, PlainLasPreemptsAGuaranteedTiersJobToo) {
+  Harness h(1, Tree({{"A", 8, Tier::kGuaranteed}, {"B", 0}}, 8), QueuePolicy::kLas);
+  const Job& a1 = h.Push("A", 8, 100000, 0);
+  ASSERT_EQ(h.Started(h.Schedule(0)), (Names{a1.name}));
+  const Job& b1 = h.Push("B", 8, 1000, 500);
+  QueuePass p = h.Schedule(500);
+  EXPECT_EQ(h.Preempted(p), (Lost{{a1.name, 4480}}));
+  EXPECT_EQ(h.Started(p), (Names{b1.name}));
+}
+
+}  // namespace
+}  // namespace tidal
