@@ -26,7 +26,10 @@ Placement PlacementFromTopology(const topo::Topology& t, std::span<const topo::D
   std::vector<int> divisors;
   for (int k = 2; k <= n; ++k)
     if (n % k == 0) divisors.push_back(k);
-  // The worst ring link over the blocks of k ranks.
+  // The worst ring link over the blocks of k ranks. A block's ring links
+  // are its neighbours in order, (j, j + 1), and its closing link (last,
+  // first); the neighbours' links are the same for every k, so they are
+  // asked of the topology once (a 512-GPU gang has nine block sizes).
   struct Worst {
     double gbps = 1e18;
     double latency_us = 0;
@@ -34,20 +37,22 @@ Placement PlacementFromTopology(const topo::Topology& t, std::span<const topo::D
     topo::Level level = topo::Level::kGpu;
     bool nvlink = true;  // every block inside one NVLink domain
   };
+  auto add = [&](Worst& w, const topo::PathLink& p) {
+    if (p.gbps < w.gbps) w.gbps = p.gbps;
+    if (p.latency_us > w.latency_us) w.latency_us = p.latency_us;
+    if (p.hops > w.hops) w.hops = p.hops;
+    if (topo::LevelIndex(t.level(p.common)) > topo::LevelIndex(w.level)) w.level = t.level(p.common);
+  };
+  std::vector<topo::PathLink> next(static_cast<size_t>(n - 1));  // link (j, j + 1)
+  for (int j = 0; j + 1 < n; ++j)
+    next[static_cast<size_t>(j)] = t.Between(gpus[static_cast<size_t>(j)], gpus[static_cast<size_t>(j + 1)]);
   auto worst_at = [&](int k) {
     Worst w;
     for (int b = 0; b < n; b += k) {
       const topo::DomainId nv = t.NvlinkDomain(gpus[static_cast<size_t>(b)]);
       if (nv == gpus[static_cast<size_t>(b)] || !t.Contains(nv, gpus[static_cast<size_t>(b + k - 1)])) w.nvlink = false;
-      for (int i = 0; i < k; ++i) {
-        const topo::DomainId a = gpus[static_cast<size_t>(b + i)];
-        const topo::DomainId c = gpus[static_cast<size_t>(b + (i + 1) % k)];
-        const topo::PathLink p = t.Between(a, c);
-        if (p.gbps < w.gbps) w.gbps = p.gbps;
-        if (p.latency_us > w.latency_us) w.latency_us = p.latency_us;
-        if (p.hops > w.hops) w.hops = p.hops;
-        if (topo::LevelIndex(t.level(p.common)) > topo::LevelIndex(w.level)) w.level = t.level(p.common);
-      }
+      for (int i = 0; i + 1 < k; ++i) add(w, next[static_cast<size_t>(b + i)]);
+      add(w, t.Between(gpus[static_cast<size_t>(b + k - 1)], gpus[static_cast<size_t>(b)]));
     }
     return w;
   };
