@@ -279,7 +279,11 @@ Result<MarketSim::MeterStep> MarketSim::PrepareMeter(Run& r, int64_t to) {
   r.metered_to = to;
   if (m.total <= 0) return step;
   step.total = m.total;
-  const std::string id = fmt::format("{}.m{}", RunId(r), r.seq++);
+  // Time first: the ledger's id index then grows at its end, as the
+  // transfers do (ids of one run's steps, run first, landed all over the
+  // index: a B-tree insert in its middle and its page splits were a fifth of
+  // a market side's time). A run meters up to a time once (to > metered_to).
+  const std::string id = fmt::format("m{:010}.{}.", to, RunId(r));
   step.from_hold = std::min(m.total, r.held_left);
   if (step.from_hold > 0)
     step.chain.push_back(Transfer{.id = id + "p", .amount = step.from_hold, .flags = tf::kPostPending, .pending_id = r.hold,

@@ -161,7 +161,6 @@ class MarketSim {
     bool borrowed = false;
     std::string hold;  // the hold's id, "" when none could be placed
     market::Micros held_left = 0;
-    int32_t seq = 0;   // meter step, for ids
     std::optional<market::ZombieDetector> zombie;
     int64_t next_sample = 0;
     market::Micros fees = 0;

@@ -384,8 +384,8 @@ TEST(MarketSim, RunsEndingTogetherSettleAsOneStopEach) {
   EXPECT_EQ(together, one_by_one);
   using ::testing::Contains;
   using ::testing::HasSubstr;
-  EXPECT_THAT(one_by_one, Contains(HasSubstr("job1.1.m1p")));  // the rest of its hold, at the stop
-  EXPECT_THAT(one_by_one, Contains(HasSubstr("job1.1.m1c")));  // and beyond it
+  EXPECT_THAT(one_by_one, Contains(HasSubstr(".job1.1.p")));  // the rest of its hold, at the stop
+  EXPECT_THAT(one_by_one, Contains(HasSubstr(".job1.1.c")));  // and beyond it
   EXPECT_THAT(one_by_one, Not(Contains(HasSubstr("job1.1.void"))));  // posted whole: nothing to release
   EXPECT_THAT(one_by_one, Contains(HasSubstr("job2.1.void")));
   EXPECT_THAT(one_by_one, Contains(HasSubstr("job3.1.comp")));
