@@ -32,22 +32,21 @@ Summary Summarize(std::vector<int64_t> values) {
   return s;
 }
 
-int64_t StrandedTracker::NodeStranded(const ClusterState& c, const std::map<JobShape, WaitingShape>& shapes,
-                                      NodeId n) const {
+int64_t StrandedTracker::NodeStranded(const ClusterState& c, NodeId n) const {
   const int64_t idle = c.gpu_milli_free(n);
   if (idle == 0) return 0;
   // The smallest per-device request of any shape that can use this node:
-  // every device with at least that much free is usable by someone.
+  // every device with at least that much free is usable by someone. The
+  // shapes come fewest milli-GPU first, so the first usable one is it.
   int32_t min_milli = kMilliPerGpu + 1;
-  size_t i = 0;
-  for (const auto& [shape, w] : shapes) {
-    const bool gang_fits = gang_fits_[i++] != 0;
-    if (shape.num_gpu == 0 || shape.gpu_milli >= min_milli) continue;
-    const PodRequest& pod = w.request;
-    bool usable = c.cpu_free(n) >= pod.cpu_milli() && c.memory_free(n) >= pod.memory_mib() &&
-                  devices::GpuFits(c, pod, n);
-    if (!usable && gang_fits) usable = c.free_whole_gpus(n) > 0 && pod.gpu_spec.Allows(c.gpu_model(n));
-    if (usable) min_milli = shape.gpu_milli;
+  for (const Usable& s : by_milli_) {
+    const PodRequest& pod = *s.pod;
+    bool usable = c.cpu_free(n) >= pod.cpu_milli() && c.memory_free(n) >= pod.memory_mib() && devices::GpuFits(c, pod, n);
+    if (!usable && s.gang_fits) usable = c.free_whole_gpus(n) > 0 && pod.gpu_spec.Allows(c.gpu_model(n));
+    if (usable) {
+      min_milli = s.gpu_milli;
+      break;
+    }
   }
   int64_t usable = 0;
   for (int32_t f : c.gpu_free(n))
@@ -58,45 +57,68 @@ int64_t StrandedTracker::NodeStranded(const ClusterState& c, const std::map<JobS
 int64_t StrandedTracker::Compute(const ClusterState& c, const std::map<JobShape, WaitingShape>& shapes,
                                  uint64_t shapes_version) {
   const auto nodes = static_cast<size_t>(c.num_nodes());
-  // Which waiting gangs could be placed now, from whole free GPUs per model.
-  whole_by_model_.assign(c.models().size() + 1, 0);
-  int64_t whole_total = 0;
-  for (NodeId n = 0; n < c.num_nodes(); ++n) {
-    if (c.gpu_model(n) == kNoGpuModel) continue;
-    whole_by_model_[static_cast<size_t>(c.gpu_model(n))] += c.free_whole_gpus(n);
-    whole_total += c.free_whole_gpus(n);
+  if (version_.size() != nodes || instance_ != c.instance_id()) {  // another cluster: start over
+    version_.assign(nodes, 0);
+    read_.assign(nodes, 0);
+    stranded_.assign(nodes, 0);
+    whole_counted_.assign(nodes, 0);
+    whole_by_model_.assign(c.models().size() + 1, 0);
+    whole_total_ = 0;
+    instance_ = c.instance_id();
+    have_shapes_version_ = false;
   }
+  if (whole_by_model_.size() < c.models().size() + 1) whole_by_model_.resize(c.models().size() + 1, 0);
+  // One read of every node's version: the nodes that changed since the last
+  // call, and the whole free GPUs per model brought up to date from them (a
+  // node's free GPUs move only with its version).
+  changed_.clear();
+  for (NodeId n = 0; n < c.num_nodes(); ++n) {
+    const auto k = static_cast<size_t>(n);
+    if (read_[k] && version_[k] == c.version(n)) continue;
+    changed_.push_back(n);
+    version_[k] = c.version(n);
+    read_[k] = 1;
+    const int32_t whole = c.gpu_model(n) == kNoGpuModel ? 0 : c.free_whole_gpus(n);
+    if (const int32_t delta = whole - whole_counted_[k]; delta != 0) {
+      whole_by_model_[static_cast<size_t>(c.gpu_model(n) + 1)] += delta;
+      whole_total_ += delta;
+      whole_counted_[k] = whole;
+    }
+  }
+  // Which waiting gangs could be placed now, from whole free GPUs per model.
   gang_fits_.clear();
   for (const auto& [shape, w] : shapes) {
     bool fits = false;
     if (!shape.single_node && shape.num_gpu > 0 && shape.gpu_milli == kMilliPerGpu) {
-      int64_t whole = whole_total;
+      int64_t whole = whole_total_;
       if (!w.request.gpu_spec.allowed.empty()) {
         whole = 0;
-        for (GpuModelId m : w.request.gpu_spec.allowed) whole += whole_by_model_[static_cast<size_t>(m)];
+        for (GpuModelId m : w.request.gpu_spec.allowed) whole += whole_by_model_[static_cast<size_t>(m + 1)];
       }
       fits = whole >= shape.num_gpu;
     }
     gang_fits_.push_back(fits);
   }
-  if (!have_shapes_version_ || shapes_version != shapes_version_ || version_.size() != nodes ||
-      gang_fits_ != last_gang_fits_) {
+  if (!have_shapes_version_ || shapes_version != shapes_version_ || &shapes != shapes_ || gang_fits_ != last_gang_fits_) {
     last_gang_fits_ = gang_fits_;
-    version_.assign(nodes, 0);
-    stranded_.assign(nodes, 0);
-    known_.assign(nodes, 0);
-    total_ = 0;
     shapes_version_ = shapes_version;
+    shapes_ = &shapes;
     have_shapes_version_ = true;
+    by_milli_.clear();
+    size_t i = 0;
+    for (const auto& [shape, w] : shapes) {
+      const bool fits = gang_fits_[i++] != 0;
+      if (shape.num_gpu > 0) by_milli_.push_back({shape.gpu_milli, &w.request, fits});
+    }
+    std::stable_sort(by_milli_.begin(), by_milli_.end(), [](const Usable& a, const Usable& b) { return a.gpu_milli < b.gpu_milli; });
+    total_ = 0;
+    for (NodeId n = 0; n < c.num_nodes(); ++n) total_ += stranded_[static_cast<size_t>(n)] = NodeStranded(c, n);
+    return total_;
   }
-  for (NodeId n = 0; n < c.num_nodes(); ++n) {
-    const auto k = static_cast<size_t>(n);
-    if (known_[k] && version_[k] == c.version(n)) continue;
-    const int64_t v = NodeStranded(c, shapes, n);
-    total_ += v - stranded_[k];
-    stranded_[k] = v;
-    version_[k] = c.version(n);
-    known_[k] = 1;
+  for (NodeId n : changed_) {
+    const int64_t v = NodeStranded(c, n);
+    total_ += v - stranded_[static_cast<size_t>(n)];
+    stranded_[static_cast<size_t>(n)] = v;
   }
   return total_;
 }

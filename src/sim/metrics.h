@@ -60,19 +60,35 @@ StartEstimateError SummarizeStartEstimates(const std::vector<EstimatedStart>& es
 // because no waiting job fits it. CPU-only waiting jobs use no GPU. Only
 // distinct shapes are considered, and a node is recomputed only when its
 // version, the set of waiting shapes or the set of gangs that fit changed.
+// `shapes` must stay as they are (and alive) while `shapes_version` holds:
+// the tracker reads them through pointers between calls.
 class StrandedTracker {
  public:
   int64_t Compute(const ClusterState& c, const std::map<JobShape, WaitingShape>& shapes, uint64_t shapes_version);
 
  private:
-  int64_t NodeStranded(const ClusterState& c, const std::map<JobShape, WaitingShape>& shapes, NodeId n) const;
+  // A waiting shape that asks for GPUs, as NodeStranded reads it.
+  struct Usable {
+    int32_t gpu_milli = 0;
+    const PodRequest* pod = nullptr;
+    bool gang_fits = false;
+  };
+  int64_t NodeStranded(const ClusterState& c, NodeId n) const;
 
   std::vector<uint8_t> gang_fits_, last_gang_fits_;  // per waiting shape, in map order
+  std::vector<Usable> by_milli_;                     // the GPU shapes, fewest milli-GPU first
+  // Whole free GPUs per model (index model + 1), kept from the nodes that
+  // changed: each node's count as last read.
   std::vector<int64_t> whole_by_model_;
+  std::vector<int32_t> whole_counted_;
+  int64_t whole_total_ = 0;
 
-  std::vector<uint64_t> version_;
+  std::vector<uint64_t> version_;  // each node's version when last read
+  std::vector<uint8_t> read_;      // read at least once
+  std::vector<NodeId> changed_;    // this call's nodes whose version moved
   std::vector<int64_t> stranded_;
-  std::vector<uint8_t> known_;
+  uint64_t instance_ = 0;
+  const std::map<JobShape, WaitingShape>* shapes_ = nullptr;
   uint64_t shapes_version_ = 0;
   bool have_shapes_version_ = false;
   int64_t total_ = 0;

@@ -624,6 +624,37 @@ TEST(StrandedTracker, OneIdleMilliIsStranded) {
   EXPECT_EQ(t.Compute(*c, Shapes(*c, waiting), 1), 1);
 }
 
+// The whole free GPUs per model that decide whether a waiting gang fits are
+// kept from the nodes that changed, with the shapes unchanged: a, b (2 x
+// model A each), c (2 x model B). A gang of 3 whole A GPUs waits.
+//  - Job 99 holds both of a's GPUs: 2 whole A GPUs free, the gang does not
+//    fit, all idle GPUs (b's 2000, c's 2000) are stranded.
+//  - 99 leaves: 4 whole A GPUs, the gang fits on a and b; c's stay stranded.
+//  - Job 100 takes one of b's: 3 free, it still fits (c stays stranded);
+//    job 101 one of a's: 2, it no longer does.
+// Each answer equals a fresh tracker's.
+TEST(StrandedTracker, AGangFitsAsTheWholeFreeGpusOfItsModelMove) {
+  auto c = ClusterState::Build({{"a", 64000, 262144, 2, "A"}, {"b", 64000, 262144, 2, "A"}, {"c", 64000, 262144, 2, "B"}});
+  ASSERT_TRUE(c.has_value());
+  std::vector<Job> gang = {MakeJob(1, 0, 3, 10, kMilliPerGpu, false)};
+  gang[0].gpu_spec = {"A"};
+  const auto shapes = Shapes(*c, gang);
+  StrandedTracker t;
+  auto check = [&](int64_t want) {
+    StrandedTracker fresh;
+    EXPECT_EQ(fresh.Compute(*c, shapes, 1), want);
+    EXPECT_EQ(t.Compute(*c, shapes, 1), want);
+  };
+  ASSERT_TRUE(c->Bind(99, Placement{{{0, 1000, 1024, {0, 1}, {1000, 1000}}}}).has_value());
+  check(4000);
+  ASSERT_TRUE(c->Unbind(99).has_value());
+  check(2000);
+  ASSERT_TRUE(c->Bind(100, Placement{{{1, 1000, 1024, {0}, {1000}}}}).has_value());
+  check(2000);
+  ASSERT_TRUE(c->Bind(101, Placement{{{0, 1000, 1024, {0}, {1000}}}}).has_value());
+  check(4000);
+}
+
 // The guarantee tracker by hand: org -> A (floor 8 GPUs), B (floor 8) on 16.
 // A runs 16 (8 borrowed from B). B's waiting job is a violation while it
 // fits what is left of B's floor and others hold that capacity.
