@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <utility>
 
 #include "framework/gang.h"
@@ -908,37 +907,33 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
   // searched again in this pass (a larger request of the same standing
   // finds no victims either — a policy rule that keeps a pass at a few
   // searches per tenant, not one per waiting job).
-  using VictimsKey = std::tuple<TenantId, int32_t, int32_t, bool>;
-  struct VictimsKeyHash {
-    size_t operator()(const VictimsKey& k) const noexcept {
-      const auto [t, p, q, one] = k;
-      uint64_t h = static_cast<uint32_t>(t);
-      h = h * 0x9E3779B97F4A7C15ULL ^ static_cast<uint32_t>(p);
-      h = h * 0x9E3779B97F4A7C15ULL ^ (static_cast<uint64_t>(static_cast<uint32_t>(q)) << 1 | (one ? 1 : 0));
-      return static_cast<size_t>(h * 0x9E3779B97F4A7C15ULL);
-    }
+  // Kept per tenant (index tenant + 1) in a short list: a pass records a
+  // few, and reads them once per waiting job a quick skip looks at (20
+  // million times in after's replay: a hash per read cost 3% of it).
+  struct InVain {
+    int32_t priority = 0, las_queue = 0;
+    bool single_node = false;
+    int32_t fewest_gpus = 0;
   };
-  std::unordered_map<VictimsKey, int32_t, VictimsKeyHash> no_victims_from;  // looked up, never listed
-  auto victims_key = [&](const Entry& x) {
-    return std::tuple{x.tenant, x.job->priority, las ? LasQueue(x, now) : 0, x.job->single_node};
-  };
-  // Per tenant (index tenant + 1), the fewest GPUs of any of its keys there
-  // (none: INT32_MAX): most lookups, one per waiting job a quick skip
-  // reads, end here without a hash.
-  std::vector<int32_t> fewest_in_vain;
-  auto may_be_in_vain = [&](TenantId t, int32_t gpus) {
+  std::vector<std::vector<InVain>> in_vain_by_tenant;
+  auto find_in_vain = [&](TenantId t, int32_t priority, int32_t las_queue, bool single_node) -> InVain* {
     const auto i = static_cast<size_t>(t + 1);
-    return i < fewest_in_vain.size() && gpus >= fewest_in_vain[i];
+    if (i >= in_vain_by_tenant.size()) return nullptr;
+    for (InVain& v : in_vain_by_tenant[i])
+      if (v.priority == priority && v.las_queue == las_queue && v.single_node == single_node) return &v;
+    return nullptr;
   };
-  auto in_vain = [&](const VictimsKey& key, int32_t gpus) {
-    auto it = no_victims_from.find(key);
-    return it != no_victims_from.end() && gpus >= it->second;
+  auto in_vain = [&](TenantId t, int32_t priority, int32_t las_queue, bool single_node, int32_t gpus) {
+    const InVain* v = find_in_vain(t, priority, las_queue, single_node);
+    return v != nullptr && gpus >= v->fewest_gpus;
   };
   auto searched_in_vain = [&](const Entry& x) {
-    return may_be_in_vain(x.tenant, x.request.num_gpu()) && in_vain(victims_key(x), x.request.num_gpu());
+    const auto i = static_cast<size_t>(x.tenant + 1);
+    if (i >= in_vain_by_tenant.size() || in_vain_by_tenant[i].empty()) return false;
+    return in_vain(x.tenant, x.job->priority, las ? LasQueue(x, now) : 0, x.job->single_node, x.request.num_gpu());
   };
   auto searched_in_vain_k = [&](const Keyed& k) {  // the same from the order's copy
-    return may_be_in_vain(k.tenant, k.num_gpu) && in_vain(VictimsKey{k.tenant, k.priority, k.las_queue, k.single_node}, k.num_gpu);
+    return in_vain(k.tenant, k.priority, k.las_queue, k.single_node, k.num_gpu);
   };
   // Searches not owed to a guarantee (priority, LAS on borrowed quota, a
   // reclaim while the floor is in fact free) are capped per pass: each one
@@ -954,11 +949,15 @@ Result<QueuePass> TenantQueue::Schedule(int64_t now) {
     return optional_searches++ < options_.max_optional_searches;
   };
   auto no_victims_for = [&](const Entry& x) {
-    auto [it, added] = no_victims_from.try_emplace(victims_key(x), x.request.num_gpu());
-    if (!added) it->second = std::min(it->second, x.request.num_gpu());
+    const int32_t queue = las ? LasQueue(x, now) : 0;
+    if (InVain* v = find_in_vain(x.tenant, x.job->priority, queue, x.job->single_node)) {
+      v->fewest_gpus = std::min(v->fewest_gpus, x.request.num_gpu());
+      return;
+    }
     const auto i = static_cast<size_t>(x.tenant + 1);
-    if (i >= fewest_in_vain.size()) fewest_in_vain.resize(i + 1, std::numeric_limits<int32_t>::max());
-    fewest_in_vain[i] = std::min(fewest_in_vain[i], x.request.num_gpu());
+    if (i >= in_vain_by_tenant.size()) in_vain_by_tenant.resize(i + 1);
+    in_vain_by_tenant[i].push_back({.priority = x.job->priority, .las_queue = queue, .single_node = x.job->single_node,
+                                    .fewest_gpus = x.request.num_gpu()});
   };
   // Per shape, the shortest remaining run that was found to delay the
   // reserved job in this pass: as long or longer ones of that shape are
