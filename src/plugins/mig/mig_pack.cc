@@ -77,8 +77,8 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
   };
   // First a slot on a GPU in MIG mode (most requests find one), so the
   // nodes without one are not read at all then.
-  for (NodeId n = 0; n < c.num_nodes(); ++n) {
-    if (c.mig_gpus(n) == 0) continue;
+  for (NodeId n : MigNodes(c)) {
+    if (c.mig_idle_compute(n) == 0) continue;  // no instance to take nor room for one (before the node's checks)
     int profile = -1;
     const mig::Geometry* g = usable(n, profile);
     if (!g) continue;
@@ -166,6 +166,19 @@ std::optional<Placement> MigPack::PlaceMig(const CycleContext& ctx, const PodReq
   a.memory_mib = j.memory_mib;
   a.mig = {{best->gpu, best->choice.instance.profile, best->choice.instance.start}};
   return Placement{{std::move(a)}};
+}
+
+const std::vector<NodeId>& MigPack::MigNodes(const ClusterState& c) {
+  // Which nodes have a GPU in MIG mode moves only with the layouts.
+  if (c.instance_id() != mig_nodes_instance_ || c.mig_layout_version() != mig_nodes_version_ || !mig_nodes_known_) {
+    mig_nodes_.clear();
+    for (NodeId n = 0; n < c.num_nodes(); ++n)
+      if (c.mig_gpus(n) > 0) mig_nodes_.push_back(n);
+    mig_nodes_instance_ = c.instance_id();
+    mig_nodes_version_ = c.mig_layout_version();
+    mig_nodes_known_ = true;
+  }
+  return mig_nodes_;
 }
 
 mig::AddableMemo& MigPack::MemoFor(const mig::Geometry& g) {

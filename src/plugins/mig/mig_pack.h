@@ -21,6 +21,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "framework/plugin.h"
 #include "mig/packer.h"
@@ -44,11 +45,17 @@ class MigPack final : public MigPlacePlugin, public ReservePlugin {
 
  private:
   mig::AddableMemo& MemoFor(const mig::Geometry& g);
+  // The nodes with a GPU in MIG mode, in node order, kept while the
+  // cluster's MIG layouts hold still (a placement reads them on every call).
+  const std::vector<NodeId>& MigNodes(const ClusterState& c);
 
   MigPackPolicy policy_;
   std::map<const mig::Geometry*, mig::AddableMemo> memos_;  // geometries are the static table's
   std::map<std::string, int64_t> bound_;  // MIG jobs bound, per profile name
   std::set<JobId> seen_;
+  std::vector<NodeId> mig_nodes_;
+  uint64_t mig_nodes_instance_ = 0, mig_nodes_version_ = 0;
+  bool mig_nodes_known_ = false;
 };
 
 }  // namespace tidal::plugins
