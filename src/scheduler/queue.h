@@ -125,7 +125,8 @@ struct QueuePass {
   // victims bound again when it failed): the costly part of preemption.
   int64_t what_ifs = 0;
   // Victim searches that read the running jobs (those a quota check over
-  // every possible victim did not end first).
+  // every possible victim, and for LAS's rules the most any running job has
+  // attained, did not end first).
   int64_t victim_scans = 0;
 };
 

@@ -689,22 +689,18 @@ Result<bool> TenantQueue::TryPreempt(Entry& e, int64_t now, QueuePass& pass) {
   // every job any rule may take for it stopped (most searches end here);
   // the priority rule takes none when its tenant runs no lower priority.
   if (!AdmitsWithoutAny(e, las, lower, reclaim, las_borrowed)) return false;
-  ++pass.victim_scans;
   const int32_t my_queue = las || las_borrowed ? LasQueue(e, now) : 0;
   // Only the LAS rules can give a victim (no reclaim, no lower priority of
-  // its own tenant running): they need a running job in a higher LAS queue,
-  // one that has attained at least every limit up to this job's queue. When
-  // none has (most searches of LAS on borrowed quota), the scan finds none.
+  // its own tenant running): they need a running job in a higher LAS queue.
+  // A job's queue only rises with what it has attained, so the most any
+  // running job has attained by now decides: when even that is in this
+  // job's queue or below (most searches of LAS on borrowed quota), the scan
+  // would find none.
   if ((las || las_borrowed) && !reclaim && !lower) {
-    bool above = static_cast<size_t>(my_queue) < options_.las_limits_gpu_s.size();
-    if (above) {
-      int64_t limit = options_.las_limits_gpu_s.front();
-      for (size_t q = 1; q <= static_cast<size_t>(my_queue); ++q) limit = std::max(limit, options_.las_limits_gpu_s[q]);
-      const AttainedBound& held = las ? attained_all_ : attained_not_guaranteed_;
-      above = !held.empty() && held.MaxAt(now) >= limit;
-    }
-    if (!above) return false;
+    const AttainedBound& held = las ? attained_all_ : attained_not_guaranteed_;
+    if (held.empty() || LasQueueOf(held.MaxAt(now)) <= my_queue) return false;
   }
+  ++pass.victim_scans;
   // A victim's tenant must still be borrowing after the victims chosen
   // before it (a tenant at or below its floor is never a victim).
   std::vector<Entry*> cand_entries;

@@ -1811,6 +1811,63 @@ TEST(TenantQueue, LasOnBorrowedWaitsUntilTheRunningJobReachesTheNextQueue) {
   EXPECT_EQ(h.Started(p), (Names{b1.name}));
 }
 
+// With two LAS limits (3,600 and 36,000 GPU-s) a waiting job in Q1 needs a
+// running job in Q2: one that has attained 36,000, not 3,600. org (pool 8)
+// -> A (0), B (0) on one 8-GPU node, tidal, no starvation rule.
+//  0: A's a1 (8) starts; 450: it has 3,600 (Q1) and B's b1 (8, Q0) takes
+//     its place: a1 waits in Q1.
+//  1000: b1 has 550 x 8 = 4,400 (Q1): no running job is above a1's queue,
+//     so no search reads the running jobs.
+//  4950: b1 reaches 36,000 (Q2); at 5000 a1 (Q1) takes its place (b1
+//     loses the 950 s since its last checkpoint, plus 60 s).
+//  6000: b1 waits in Q2, the last queue: nothing can be above it, no search
+//     reads the running jobs.
+TEST(TenantQueue, ALasSearchReadsTheRunningJobsOnlyWhenOneHasAttainedTheNextQueue) {
+  Harness h(1, Tree({{"A", 0}, {"B", 0}}, 8), QueuePolicy::kTidal, [](TenantQueueOptions& o) {
+    o.las_limits_gpu_s = {3600, 36000};
+    o.las_starvation = 0;
+  });
+  const Job& a1 = h.Push("A", 8, 100000, 0);
+  ASSERT_EQ(h.Started(h.Schedule(0)), (Names{a1.name}));
+  const Job& b1 = h.Push("B", 8, 100000, 450);
+  QueuePass p = h.Schedule(450);
+  ASSERT_EQ(h.Started(p), (Names{b1.name}));
+  ASSERT_EQ(h.Preempted(p), (Lost{{a1.name, (450 + 60) * 8}}));
+  p = h.Schedule(1000);
+  EXPECT_EQ(p.victim_scans, 0);
+  EXPECT_TRUE(p.preempted.empty());
+  p = h.Schedule(4949);
+  EXPECT_EQ(p.victim_scans, 0);
+  EXPECT_TRUE(p.preempted.empty());
+  p = h.Schedule(5000);
+  EXPECT_EQ(p.victim_scans, 1);
+  EXPECT_EQ(h.Started(p), (Names{a1.name}));
+  // b1 ran 4,550 s; its last checkpoint (every 1,800 s) was at 3,600 s.
+  EXPECT_EQ(h.Preempted(p), (Lost{{b1.name, (4550 - 3600 + 60) * 8}}));
+  p = h.Schedule(6000);
+  EXPECT_EQ(p.victim_scans, 0);
+  EXPECT_TRUE(p.preempted.empty());
+}
+
+// Kueue orders the jobs that fit in their tenant's own quota before those
+// that would borrow, whatever their arrival. org -> A (8), B (0) on one
+// 8-GPU node: A's a0 (8) runs until 100; B's b2 (8, would borrow A's idle
+// quota) arrives at 1, A's a1 (8, within A's floor) at 2. At 100 a1 goes
+// first; b2 then finds no room.
+TEST(TenantQueue, KueueStartsJobsWithinTheirQuotaBeforeBorrowers) {
+  Harness h(1, Tree({{"A", 8}, {"B", 0}}), QueuePolicy::kKueue);
+  const Job& a0 = h.Push("A", 8, 100, 0);
+  ASSERT_EQ(h.Started(h.Schedule(0)), (Names{a0.name}));
+  h.Push("B", 8, 100, 1);
+  h.Schedule(1);
+  const Job& a1 = h.Push("A", 8, 100, 2);
+  h.Schedule(2);
+  h.Finish(a0);
+  const QueuePass p = h.Schedule(100);
+  EXPECT_EQ(h.Started(p), (Names{a1.name}));
+  EXPECT_TRUE(p.preempted.empty());
+}
+
 // Plain LAS (Tiresias) knows no tiers: a job of a guaranteed-tier tenant in
 // a higher LAS queue is preempted like any other. One 8-GPU node; A is
 // guaranteed. a1 (8) from 0 reaches Q1 at 450; b1 (8) arrives at 500 in Q0:
