@@ -58,8 +58,7 @@ int64_t StrandedTracker::Compute(const ClusterState& c, const std::map<JobShape,
                                  uint64_t shapes_version) {
   const auto nodes = static_cast<size_t>(c.num_nodes());
   if (version_.size() != nodes || instance_ != c.instance_id()) {  // another cluster: start over
-    version_.assign(nodes, 0);
-    read_.assign(nodes, 0);
+    version_.assign(nodes, kUnread);
     stranded_.assign(nodes, 0);
     whole_counted_.assign(nodes, 0);
     whole_by_model_.assign(c.models().size() + 1, 0);
@@ -74,10 +73,9 @@ int64_t StrandedTracker::Compute(const ClusterState& c, const std::map<JobShape,
   changed_.clear();
   for (NodeId n = 0; n < c.num_nodes(); ++n) {
     const auto k = static_cast<size_t>(n);
-    if (read_[k] && version_[k] == c.version(n)) continue;
+    if (version_[k] == c.version(n)) continue;
     changed_.push_back(n);
     version_[k] = c.version(n);
-    read_[k] = 1;
     const int32_t whole = c.gpu_model(n) == kNoGpuModel ? 0 : c.free_whole_gpus(n);
     if (const int32_t delta = whole - whole_counted_[k]; delta != 0) {
       whole_by_model_[static_cast<size_t>(c.gpu_model(n) + 1)] += delta;

@@ -83,8 +83,10 @@ class StrandedTracker {
   std::vector<int32_t> whole_counted_;
   int64_t whole_total_ = 0;
 
-  std::vector<uint64_t> version_;  // each node's version when last read
-  std::vector<uint8_t> read_;      // read at least once
+  // Each node's version when last read (kUnread: never; a node's version
+  // counts its changes from 0, so it never reaches this).
+  static constexpr uint64_t kUnread = ~uint64_t{0};
+  std::vector<uint64_t> version_;
   std::vector<NodeId> changed_;    // this call's nodes whose version moved
   std::vector<int64_t> stranded_;
   uint64_t instance_ = 0;

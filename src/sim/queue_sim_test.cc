@@ -624,6 +624,25 @@ TEST(StrandedTracker, OneIdleMilliIsStranded) {
   EXPECT_EQ(t.Compute(*c, Shapes(*c, waiting), 1), 1);
 }
 
+// A node with exactly the CPU and memory a waiting shape asks is usable by
+// it: its idle half GPU is not stranded.
+TEST(StrandedTracker, ANodeWithExactlyTheCpuAndMemoryAskedIsUsable) {
+  auto c = ClusterState::Build({{"a", 64000, 262144, 1, "A"}});
+  ASSERT_TRUE(c.has_value());
+  ASSERT_TRUE(c->Bind(99, Placement{{{0, 63000, 262144 - 1024, {0}, {500}}}}).has_value());
+  const std::vector<Job> waiting = {MakeJob(1, 0, 1, 10, 500)};  // 1,000 milli-CPU, 1,024 MiB
+  StrandedTracker t;
+  EXPECT_EQ(t.Compute(*c, Shapes(*c, waiting), 1), 0);
+  std::vector<Job> more = waiting;
+  more[0].cpu_milli = 1001;
+  StrandedTracker u;
+  EXPECT_EQ(u.Compute(*c, Shapes(*c, more), 1), 500);
+  more[0].cpu_milli = 1000;
+  more[0].memory_mib = 1025;
+  StrandedTracker v;
+  EXPECT_EQ(v.Compute(*c, Shapes(*c, more), 1), 500);
+}
+
 // The whole free GPUs per model that decide whether a waiting gang fits are
 // kept from the nodes that changed, with the shapes unchanged: a, b (2 x
 // model A each), c (2 x model B). A gang of 3 whole A GPUs waits.
