@@ -21,6 +21,7 @@ struct PlanArgs {
   std::vector<std::string> validate;
   std::string split = "all";
   std::string split_file;
+  std::string recipe_file;
   bool explain = false;
   bool json = false;
   std::string model;
@@ -40,23 +41,35 @@ int Fail(const std::string& what) {
   return 2;
 }
 
+// A shipped data file, from the repository root or next to a binary built
+// in it (build/tidal); empty when neither has it.
+std::string FindDataFile(const char* relative) {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::vector<std::filesystem::path> candidates = {relative};
+  if (!ec) candidates.push_back(exe.parent_path().parent_path() / relative);
+  for (const auto& c : candidates) {
+    if (std::filesystem::exists(c)) return c.string();
+  }
+  return {};
+}
+
 int RunValidate(const PlanArgs& a) {
   // Which rows calibrate is data: the split file (data/planner/split.csv by
   // default, when run from the repository root) or a `split` column.
   std::vector<SplitRule> rules;
-  std::string split_file = a.split_file;
-  if (split_file.empty()) {
-    // From the repository root, or next to a binary built in it (build/tidal).
-    std::error_code ec;
-    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    std::vector<std::filesystem::path> candidates = {kDefaultSplitFile};
-    if (!ec) candidates.push_back(exe.parent_path().parent_path() / kDefaultSplitFile);
-    for (const auto& c : candidates) {
-      if (std::filesystem::exists(c)) {
-        split_file = c.string();
-        break;
-      }
+  std::string split_file = a.split_file.empty() ? FindDataFile(kDefaultSplitFile) : a.split_file;
+  // What each published benchmark's recipe set (CUDA graphs, FP8 attention,
+  // ...) is data too: data/planner/recipes.csv.
+  std::vector<RecipeRule> recipes;
+  const std::string recipe_file = a.recipe_file.empty() ? FindDataFile(kDefaultRecipeFile) : a.recipe_file;
+  if (!recipe_file.empty() && a.recipe_file != "none") {
+    auto r = LoadRecipeRules(recipe_file);
+    if (!r) {
+      return Fail(r.error().message + "; a recipe file has the columns file,model,container,system,precision,"
+                  "cuda_graphs,fp8_attention,ep_overlap,dispatcher,fused_grouped_mlp,source");
     }
+    recipes = std::move(*r);
   }
   if (!split_file.empty()) {
     auto r = LoadSplitRules(split_file);
@@ -68,7 +81,7 @@ int RunValidate(const PlanArgs& a) {
   }
   std::vector<CalibrationCase> cases;
   for (const auto& file : a.validate) {
-    auto c = LoadCalibrationCases(file, rules);
+    auto c = LoadCalibrationCases(file, rules, recipes);
     if (!c) return Fail(c.error().message + "; check the file has the calibration.csv columns");
     cases.insert(cases.end(), std::make_move_iterator(c->begin()), std::make_move_iterator(c->end()));
   }
@@ -289,6 +302,9 @@ void RegisterPlanCommand(CLI::App& app) {
   cmd->add_option("--split", a->split, "with --validate: all, calibration or validation rows");
   cmd->add_option("--split-file", a->split_file,
                   "with --validate: which rows calibrate (default data/planner/split.csv)");
+  cmd->add_option("--recipe-file", a->recipe_file,
+                  "with --validate: the knobs each published run's recipe set (default data/planner/recipes.csv; "
+                  "'none' for framework defaults)");
   cmd->add_flag("--explain", a->explain, "with --validate: each row's layout and the defaults assumed for it");
   cmd->add_flag("--json", a->json, "machine-readable output");
   cmd->add_option("--model", a->model, "preset name (llama3-70b, gpt3-175b, ...) or a YAML/JSON model file");

@@ -405,7 +405,8 @@ Result<std::vector<SplitRule>> LoadSplitRules(const std::string& path) {
 }
 
 Result<std::vector<CalibrationCase>> LoadCalibrationCases(const std::string& path,
-                                                          const std::vector<SplitRule>& rules) {
+                                                          const std::vector<SplitRule>& rules,
+                                                          const std::vector<RecipeRule>& recipes) {
   TIDAL_ASSIGN_OR_RETURN(CsvTable t, CsvTable::ReadFile(path));
   TIDAL_ASSIGN_OR_RETURN(Columns c, FindColumns(t));
   const std::optional<size_t> split_col = t.FindColumn("split");
@@ -417,14 +418,16 @@ Result<std::vector<CalibrationCase>> LoadCalibrationCases(const std::string& pat
     k.usable = reason.empty();
     k.skip_reason = std::move(reason);
     if (k.line == 0) k.line = r.line();
+    TIDAL_ASSIGN_OR_RETURN(std::string_view notes, r.Str(c.notes));
+    const std::string notes_lower = AsciiLower(notes);
+    if (k.usable) ApplyRecipe(recipes, notes_lower, k);
     if (split_col && !r.Empty(*split_col)) {
       TIDAL_ASSIGN_OR_RETURN(std::string_view v, r.Str(*split_col));
       auto sp = ParseSplit(v);
       if (!sp) return MakeError(ErrorCode::kParse, "{}: {}", r.Where(*split_col), sp.error().message);
       k.split = *sp;
     } else {
-      TIDAL_ASSIGN_OR_RETURN(std::string_view notes, r.Str(c.notes));
-      k.split = RuleSplit(rules, k, AsciiLower(notes));
+      k.split = RuleSplit(rules, k, notes_lower);
     }
     out.push_back(std::move(k));
   }
@@ -481,6 +484,10 @@ ValidationReport Validate(const std::vector<CalibrationCase>& cases, const Calib
     r.layout = fmt::format("tp={} pp={} dp={} cp={} ep={} vpp={} mb={} ga={} zero={} recompute={}{} {}", s.tp, s.pp,
                            s.dp, s.cp, s.ep, s.vpp, s.micro_batch, s.grad_accum, s.zero_stage,
                            RecomputeName(s.recompute), s.sequence_parallel ? " sp" : "", PrecisionName(s.precision));
+    if (s.cuda_graphs != CudaGraphs::kNone) r.layout += fmt::format(" graphs={}", CudaGraphsName(s.cuda_graphs));
+    if (s.fp8_attention) r.layout += " fp8-attn";
+    if (s.fused_expert_mlp) r.layout += " fused-mlp";
+    if (s.ep > 1) r.layout += s.overlap_ep_comm ? " ep-overlap" : "";
     errs.push_back(std::abs(r.error_pct));
     const std::string key = fmt::format("{}/{}/{}/{}", SplitName(r.split), r.generation, r.precision, r.family);
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
@@ -517,11 +524,14 @@ Calibration FitCalibration(const std::vector<CalibrationCase>& cases, const Cali
   // that has calibration rows, the collective efficiency, and the fixed MoE
   // layer cost when MoE rows calibrate.
   std::vector<std::pair<std::string, std::string>> keys;
-  bool moe = false;
+  bool moe = false, moe_graphed = false, moe_host = false;
   for (const auto* c : fit_rows) {
     std::pair<std::string, std::string> key{c->gpu.generation, std::string(GemmFormat(c->strategy.precision))};
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
     moe = moe || c->spec.IsMoe();
+    const bool graphed = c->strategy.cuda_graphs == CudaGraphs::kFull;
+    moe_graphed = moe_graphed || (c->spec.IsMoe() && graphed);
+    moe_host = moe_host || (c->spec.IsMoe() && !graphed);
   }
   std::sort(keys.begin(), keys.end());
   for (const auto& [g, b] : keys) cal.SetGemmFraction(g, b, cal.GemmFraction(g, b));
@@ -547,8 +557,11 @@ Calibration FitCalibration(const std::vector<CalibrationCase>& cases, const Cali
       golden([&, g = g, b = b](Calibration& c, double v) { c.SetGemmFraction(g, b, v); }, 0.15, 1.0);
     }
     golden([](Calibration& c, double v) { c.collective_efficiency = v; }, 0.1, 1.0);
-    // A fixed cost per MoE layer and micro-batch between none and 20 ms.
+    // Fixed costs per MoE layer and micro-batch between none and 20 ms; the
+    // host's share only tells apart when rows with and without full-iteration
+    // CUDA graphs calibrate.
     if (moe) golden([](Calibration& c, double v) { c.moe_layer_overhead_us = v; }, 0.0, 20000.0);
+    if (moe_graphed && moe_host) golden([](Calibration& c, double v) { c.moe_host_overhead_us = v; }, 0.0, 20000.0);
   }
   return cal;
 }

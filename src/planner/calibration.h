@@ -21,6 +21,7 @@
 
 #include "common/result.h"
 #include "planner/cost_model.h"
+#include "planner/recipe_rules.h"
 
 namespace tidal::planner {
 
@@ -64,8 +65,10 @@ struct CalibrationCase {
 // Reads every row; structural problems (missing columns, unreadable file,
 // a malformed number) are errors naming file:line and column.
 // `rules` decide each row's split unless the CSV has a `split` column.
+// `recipes` (recipe_rules.h) set the knobs the row does not state.
 Result<std::vector<CalibrationCase>> LoadCalibrationCases(const std::string& path,
-                                                          const std::vector<SplitRule>& rules = {});
+                                                          const std::vector<SplitRule>& rules = {},
+                                                          const std::vector<RecipeRule>& recipes = {});
 
 // Predicted TFLOP/s per GPU in the case's own FLOPs convention.
 double PredictCaseTflops(const CalibrationCase& c, const Calibration& cal);

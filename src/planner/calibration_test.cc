@@ -4,17 +4,20 @@
 
 #include <gtest/gtest.h>
 
+#include "common/test_files.h"
+
 namespace tidal::planner {
 namespace {
 
 // The bounds: median |error| on the calibration rows at most 5%;
 // the validation median is an alarm (nothing is fitted on those rows).
 constexpr double kCalibrationMedianBound = 5.0;
-constexpr double kValidationMedianAlarm = 15.0;
+constexpr double kValidationMedianAlarm = 10.0;
 
 std::string CalibrationCsv() { return std::string(TIDAL_SHARED_DIR) + "/planner/calibration.csv"; }
 std::string BlackwellCsv() { return std::string(TIDAL_SHARED_DIR) + "/planner/blackwell-moe.csv"; }
 std::string SplitFile() { return std::string(TIDAL_SOURCE_DIR) + "/" + kDefaultSplitFile; }
+std::string RecipeFile() { return std::string(TIDAL_SOURCE_DIR) + "/" + kDefaultRecipeFile; }
 
 #define SKIP_WITHOUT_SHARED()                                                             \
   if (!std::filesystem::exists(CalibrationCsv())) GTEST_SKIP() << "no " << CalibrationCsv() \
@@ -24,9 +27,12 @@ std::string SplitFile() { return std::string(TIDAL_SOURCE_DIR) + "/" + kDefaultS
 std::vector<CalibrationCase> AllCases() {
   auto rules = LoadSplitRules(SplitFile());
   EXPECT_TRUE(rules) << rules.error().message;
+  auto recipes = LoadRecipeRules(RecipeFile());
+  EXPECT_TRUE(recipes) << recipes.error().message;
   std::vector<CalibrationCase> out;
   for (const auto& f : {CalibrationCsv(), BlackwellCsv()}) {
-    auto cases = LoadCalibrationCases(f, rules ? *rules : std::vector<SplitRule>{});
+    auto cases = LoadCalibrationCases(f, rules ? *rules : std::vector<SplitRule>{},
+                                      recipes ? *recipes : std::vector<RecipeRule>{});
     EXPECT_TRUE(cases) << cases.error().message;
     if (cases) out.insert(out.end(), cases->begin(), cases->end());
   }
@@ -73,8 +79,8 @@ TEST(CalibrationTest, RefitReproducesDefaults) {
   for (const auto& e : fit.entries) {
     std::printf("  fitted %s %s: %.3f\n", e.generation.c_str(), e.format.c_str(), e.gemm_fraction);
   }
-  std::printf("  fitted collective efficiency %.3f, MoE layer cost %.0f us\n", fit.collective_efficiency,
-              fit.moe_layer_overhead_us);
+  std::printf("  fitted collective efficiency %.3f, MoE layer cost %.0f us on the device, %.0f us on the host\n",
+              fit.collective_efficiency, fit.moe_layer_overhead_us, fit.moe_host_overhead_us);
   const ValidationReport after = Validate(cases, fit, Split::kCalibration);
   std::printf("  refit median %.1f%% max %.1f%%\n", after.median_abs_error_pct, after.max_abs_error_pct);
   ASSERT_EQ(fit.entries.size(), def.entries.size());
@@ -83,6 +89,7 @@ TEST(CalibrationTest, RefitReproducesDefaults) {
   }
   EXPECT_NEAR(fit.collective_efficiency, def.collective_efficiency, 0.05);
   EXPECT_NEAR(fit.moe_layer_overhead_us, def.moe_layer_overhead_us, 0.1 * def.moe_layer_overhead_us + 50);
+  EXPECT_NEAR(fit.moe_host_overhead_us, def.moe_host_overhead_us, 0.1 * def.moe_host_overhead_us + 50);
 }
 
 }  // namespace
@@ -123,16 +130,7 @@ TEST(CalibrationTest, PublishedLayoutsFitInMemory) {
 namespace tidal::planner {
 namespace {
 
-std::string WriteTemp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
-  FILE* f = std::fopen(path.c_str(), "w");
-  EXPECT_NE(f, nullptr);
-  if (f) {
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
-  }
-  return path;
-}
+using test::WriteTemp;
 
 TEST(SplitRulesTest, BadInputsSayWhereAndWhat) {
   const struct {
@@ -196,10 +194,12 @@ TEST(SplitRulesTest, ShippedRulesHoldOutWholeModelsAndVersions) {
   for (const auto& c : cases) {
     if (c.split != Split::kCalibration) continue;
     ++cal;
-    // DeepSeek-V3 never calibrates, nor any Megatron-Bridge container but 26.06.
+    // DeepSeek-V3 never calibrates, nor any Megatron-Bridge container but
+    // 26.06 (and 26.04.01's Qwen3-30B-A3B, the same runs before full CUDA
+    // graphs).
     EXPECT_EQ(c.model.find("DeepSeek"), std::string::npos) << c.file << ":" << c.line;
   }
-  EXPECT_EQ(cal, 42);
+  EXPECT_EQ(cal, 47);
 }
 
 TEST(ErrorStatsTest, MedianAndNearestRankP90) {

@@ -99,6 +99,41 @@ TEST(PlanCliTest, SplitFileErrorsNameTheLine) {
   EXPECT_NE(missing.out.find("none.csv"), std::string::npos) << missing.out;
 }
 
+// The recipe file: a bad one is a located error; `none` predicts with the
+// framework defaults, which the shipped recipes move on the rows they name.
+TEST(PlanCliTest, RecipeFileErrorsNameTheLineAndNoneMeansDefaults) {
+  if (!std::filesystem::exists(kShared + "/planner/blackwell-moe.csv")) GTEST_SKIP() << "shared data not mounted";
+  const std::string dir = ::testing::TempDir();
+  const std::string bad = dir + "/recipes_bad.csv";
+  FILE* f = std::fopen(bad.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("file,model,container,system,precision,cuda_graphs,fp8_attention,ep_overlap,dispatcher,"
+             "fused_grouped_mlp,source\nblackwell-moe.csv,,26.06,,,sometimes,,,,,x\n", f);
+  std::fclose(f);
+  const std::string csv = kShared + "/planner/blackwell-moe.csv";
+  const Output r = Tidal("plan --validate " + csv + " --recipe-file " + bad);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("recipes_bad.csv:2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("none, partial or full"), std::string::npos) << r.out;
+  const Output missing = Tidal("plan --validate " + csv + " --recipe-file " + dir + "/no_recipes.csv");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.out.find("no_recipes.csv"), std::string::npos) << missing.out;
+  const Output shipped = Tidal("plan --validate " + csv + " --recipe-file " + kSource + "/data/planner/recipes.csv --json");
+  const Output defaults = Tidal("plan --validate " + csv + " --recipe-file none --json");
+  ASSERT_EQ(shipped.status, 0) << shipped.out;
+  ASSERT_EQ(defaults.status, 0) << defaults.out;
+  const auto js = nlohmann::json::parse(shipped.out), jd = nlohmann::json::parse(defaults.out);
+  ASSERT_EQ(js["rows"].size(), jd["rows"].size());
+  int moved = 0, cited = 0;
+  for (size_t i = 0; i < js["rows"].size(); ++i) {
+    if (js["rows"][i]["predicted_tflops"] != jd["rows"][i]["predicted_tflops"]) ++moved;
+    for (const auto& a : js["rows"][i]["assumptions"]) cited += a.get<std::string>().starts_with("recipe (recipes.csv:");
+    for (const auto& a : jd["rows"][i]["assumptions"]) EXPECT_FALSE(a.get<std::string>().starts_with("recipe ("));
+  }
+  EXPECT_GE(moved, 40);  // the MoE rows whose recipes differ from the defaults
+  EXPECT_GE(cited, 90);  // every Megatron-Bridge row the file names
+}
+
 TEST(PlanCliTest, PlanJsonHasTheIssueFieldsAndLaunchConfigs) {
   const Output r = Tidal("plan --model llama3-70b --gpus 512 --gpu h100 --top 5 --json");
   ASSERT_EQ(r.status, 0) << r.out;

@@ -37,15 +37,16 @@ int CeilDiv(int a, int b) { return (a + b - 1) / b; }
 // Elements per token and layer that a low-precision recipe quantises on one
 // TP rank: the inputs of the linear GEMMs forward (QKV, projection, FC1, FC2)
 // and the gradients arriving at their outputs backward. Expert GEMMs see
-// every routed copy of a token.
-double QuantizedElementsPerToken(const ModelSpec& m, int tp, bool sp, double moe_frac) {
+// every routed copy of a token; a fused expert MLP quantises its
+// intermediate (FC2's input, FC1's output gradient) inside the kernel.
+double QuantizedElementsPerToken(const ModelSpec& m, int tp, bool sp, double moe_frac, double fused_copies) {
   const double h = m.hidden, q = m.QDim(), kv = m.KvDim();
   const double hs = h / (sp ? tp : 1);
   const double gate = m.gated_mlp ? 2.0 : 1.0;
   const double attn = hs + q / tp + (q + 2 * kv) / tp + hs;
   const double dense_mlp = hs + m.ffn / tp + gate * m.ffn / tp + hs;
   const double copies = m.top_k + m.shared_experts;
-  const double moe_mlp = copies * (2 * h + (1 + gate) * m.expert_ffn / tp);
+  const double moe_mlp = copies * 2 * h + (copies - fused_copies) * (1 + gate) * m.expert_ffn / tp;
   return attn + (1 - moe_frac) * dense_mlp + moe_frac * moe_mlp;
 }
 
@@ -76,6 +77,22 @@ std::string_view RecomputeName(Recompute r) {
     case Recompute::kFull: return "full";
   }
   return "?";
+}
+
+std::string_view CudaGraphsName(CudaGraphs g) {
+  switch (g) {
+    case CudaGraphs::kNone: return "none";
+    case CudaGraphs::kPartial: return "partial";
+    case CudaGraphs::kFull: return "full";
+  }
+  return "?";
+}
+
+Result<CudaGraphs> ParseCudaGraphs(std::string_view s) {
+  if (s == "none") return CudaGraphs::kNone;
+  if (s == "partial") return CudaGraphs::kPartial;
+  if (s == "full") return CudaGraphs::kFull;
+  return MakeError(ErrorCode::kInvalidArgument, "unknown CUDA graphs '{}': use none, partial or full", s);
 }
 
 Result<Recompute> ParseRecompute(std::string_view s) {
@@ -222,10 +239,11 @@ Link LinkFor(const Placement& pl, int span) {
 
 Calibration DefaultCalibration() {
   Calibration c;
-  c.entries = {{"ampere", "16-bit", 0.732},  {"hopper", "16-bit", 0.732},   {"hopper", "fp8", 0.670},
-               {"blackwell", "fp8", 0.832}, {"blackwell", "mxfp8", 0.672}, {"blackwell", "nvfp4", 0.651}};
+  c.entries = {{"ampere", "16-bit", 0.732},  {"hopper", "16-bit", 0.722},   {"hopper", "fp8", 0.674},
+               {"blackwell", "fp8", 0.835}, {"blackwell", "mxfp8", 0.646}, {"blackwell", "nvfp4", 0.656}};
   c.collective_efficiency = 1.000;
-  c.moe_layer_overhead_us = 3187;
+  c.moe_layer_overhead_us = 3949;
+  c.moe_host_overhead_us = 0;
   return c;
 }
 
@@ -327,7 +345,10 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
     const double tokens_per_expert = tokens * m.top_k * s.ep / m.experts;
     exp_rate = peak_lin * a_lin * Shape(std::min(h, static_cast<double>(m.expert_ffn) / tp)) * Shape(tokens_per_expert);
   }
-  const double attn_rate = peak16 * a16 * Shape(m.HeadDim());
+  // FP8 attention runs the attention core at the FP8 peak, at the fraction
+  // of peak the 16-bit kernel reaches of its own.
+  const double peak_attn = s.fp8_attention && gpu.fp8_tflops > 0 ? gpu.fp8_tflops * 1e12 : peak16;
+  const double attn_rate = peak_attn * a16 * Shape(m.HeadDim());
   const double logit_rate = peak16 * a16 * Shape(std::min(h, static_cast<double>(m.vocab) / tp));
 
   const double lin_fwd = tokens * per_layer_linear * stage_layers / tp / lin_rate;
@@ -341,8 +362,10 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
   // Memory-bound kernels: ~14 hidden-sized and 3 FFN-sized tensor passes per
   // layer forward, twice that backward; hidden-sized ones are sharded only
   // with sequence parallelism.
+  // A fused expert MLP keeps the routed copies' intermediate on chip.
+  const double fused_copies = m.IsMoe() && s.fused_expert_mlp ? m.top_k : 0.0;
   const double ffn_act = (1 - moe_frac) * m.ffn * (m.gated_mlp ? 2 : 1) +
-                         moe_frac * (m.top_k + m.shared_experts) * m.expert_ffn * (m.gated_mlp ? 2 : 1);
+                         moe_frac * (m.top_k + m.shared_experts - fused_copies) * m.expert_ffn * (m.gated_mlp ? 2 : 1);
   const double hs = h / (sp ? tp : 1);  // a hidden-sized tensor on one TP rank
   double ew_bytes = 3.0 * 2.0 * tokens * (14.0 * hs + 3.0 * ffn_act / tp) * stage_layers;
   if (m.IsMoe()) {
@@ -351,11 +374,17 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
     const double routed = m.top_k;
     ew_bytes += 4.0 * (1 + routed) * hs * 2.0 * tokens * stage_layers * moe_frac;
   }
-  if (low) ew_bytes += QuantizedElementsPerToken(m, tp, sp, moe_frac) * QuantBytesPerElement(s.precision) * tokens *
-                       stage_layers;
+  if (low) {
+    ew_bytes += QuantizedElementsPerToken(m, tp, sp, moe_frac, fused_copies) * QuantBytesPerElement(s.precision) *
+                tokens * stage_layers;
+  }
   const double ew = ew_bytes / hbm;
-  // Fixed cost per MoE layer and micro-batch (forward + backward).
-  const double moe_fixed = m.IsMoe() ? cal.moe_layer_overhead_us * 1e-6 * stage_layers * moe_frac : 0.0;
+  // Fixed cost per MoE layer and micro-batch (forward + backward): on the
+  // device, and on the host unless a full-iteration CUDA graph replays the
+  // step without it.
+  const double moe_fixed_us =
+      cal.moe_layer_overhead_us + (s.cuda_graphs == CudaGraphs::kFull ? 0.0 : cal.moe_host_overhead_us);
+  const double moe_fixed = m.IsMoe() ? moe_fixed_us * 1e-6 * stage_layers * moe_frac : 0.0;
 
   double layers_fwd = lin_fwd + exp_fwd + attn_fwd;
   // GEMMs: backward = 2 x forward. Flash attention's backward re-computes

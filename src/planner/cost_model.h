@@ -31,6 +31,15 @@ enum class Recompute { kNone, kSelective, kFull };
 std::string_view RecomputeName(Recompute r);
 Result<Recompute> ParseRecompute(std::string_view s);
 
+// CUDA graphs (Megatron --cuda-graph-impl / --cuda-graph-scope): none;
+// partial (chosen modules, e.g. attention and the MoE router, captured by
+// Transformer Engine; dropless MoE still synchronises with the host for its
+// token counts); full (the whole iteration replayed as one graph, with a
+// fixed expert capacity so nothing waits on the host).
+enum class CudaGraphs { kNone, kPartial, kFull };
+std::string_view CudaGraphsName(CudaGraphs g);  // "none", "partial", "full"
+Result<CudaGraphs> ParseCudaGraphs(std::string_view s);
+
 struct Strategy {
   int tp = 1;
   int pp = 1;
@@ -55,6 +64,12 @@ struct Strategy {
   // once per destination node and fans out to its experts over NVLink,
   // instead of once per routed expert (the all-to-all dispatcher).
   bool ep_dedup = false;
+  CudaGraphs cuda_graphs = CudaGraphs::kNone;
+  // The attention core in FP8 (Transformer Engine fp8_dot_product_attention).
+  bool fp8_attention = false;
+  // The expert MLP fused into one kernel (CuTeDSL grouped MLP: FC1, the
+  // activation, quantisation and FC2 without writing the intermediate).
+  bool fused_expert_mlp = false;
   // Uneven pipeline split (0 = even): layers on the first and the last stage.
   int first_stage_layers = 0;
   int last_stage_layers = 0;
@@ -110,7 +125,12 @@ struct Calibration {
   };
   std::vector<Entry> entries;
   double collective_efficiency = 0.7;
+  // Fixed costs per MoE layer and micro-batch (forward + backward): on the
+  // device (router, token-count exchange, dispatch launches), and on the host
+  // (kernel launches, dropless routing's wait for its token counts), which a
+  // full-iteration CUDA graph removes.
   double moe_layer_overhead_us = 0;
+  double moe_host_overhead_us = 0;
   // A generation without its own entry for a format uses the nearest one:
   // the same generation's next wider format (nvfp4 -> mxfp8 -> fp8 ->
   // 16-bit), then Hopper's (the most calibrated generation), then any.

@@ -435,18 +435,19 @@ TEST(CostModelTest, ClusterSpecFileNeedsPositiveBandwidths) {
 
 TEST(CalibrationTest, SetGemmFractionChangesOnlyItsOwnEntry) {
   Calibration c = DefaultCalibration();
+  const double hopper16 = c.GemmFraction("hopper", "16-bit");
   c.SetGemmFraction("hopper", "fp8", 0.5);
   EXPECT_EQ(c.GemmFraction("hopper", "fp8"), 0.5);
-  EXPECT_EQ(c.GemmFraction("hopper", "16-bit"), 0.732);
+  EXPECT_EQ(c.GemmFraction("hopper", "16-bit"), hopper16);
   EXPECT_EQ(c.GemmFraction("ampere", "16-bit"), 0.732);
   c.SetGemmFraction("ampere", "16-bit", 0.7);
   EXPECT_EQ(c.GemmFraction("ampere", "16-bit"), 0.7);
-  EXPECT_EQ(c.GemmFraction("hopper", "16-bit"), 0.732);
+  EXPECT_EQ(c.GemmFraction("hopper", "16-bit"), hopper16);
   const size_t n = c.entries.size();
   c.SetGemmFraction("blackwell", "16-bit", 0.8);
   EXPECT_EQ(c.entries.size(), n + 1);
   EXPECT_EQ(c.GemmFraction("blackwell", "16-bit"), 0.8);
-  EXPECT_EQ(c.GemmFraction("hopper", "16-bit"), 0.732);
+  EXPECT_EQ(c.GemmFraction("hopper", "16-bit"), hopper16);
 }
 
 TEST(PredictStepTimeTest, FixedStrategyAndSearch) {
@@ -595,6 +596,149 @@ TEST(CostModelMoeTest, OverlappedAllToAllHidesBehindTheOtherMicroBatch) {
   s.grad_accum = 1;  // one micro-batch: nothing to overlap with
   const Prediction alone = PredictUnchecked(m, g, Flat(32), s, NoOverheads());
   EXPECT_NEAR(alone.time.ep_comm_s / 1, exposed.time.ep_comm_s / 2, 1e-12);
+}
+
+// The two fixed costs per MoE layer and micro-batch: the device's always,
+// the host's unless a full-iteration CUDA graph replays the step.
+TEST(CostModelMoeTest, FullCudaGraphsRemoveOnlyTheHostsFixedCost) {
+  ModelSpec m = TinyMoe();
+  m.first_dense_layers = 1;  // three MoE layers of four pay the fixed costs
+  Strategy s;
+  s.ep = 4;
+  s.dp = 4;
+  s.grad_accum = 16;
+  Calibration cal = NoOverheads();
+  cal.moe_layer_overhead_us = 100;
+  cal.moe_host_overhead_us = 400;
+  const GpuSpec g = *FindGpu("h100");
+  const Prediction none = PredictUnchecked(m, g, Flat(4), s, cal);
+  s.cuda_graphs = CudaGraphs::kPartial;  // modules graphed; dropless still waits on the host
+  const Prediction partial = PredictUnchecked(m, g, Flat(4), s, cal);
+  s.cuda_graphs = CudaGraphs::kFull;
+  const Prediction full = PredictUnchecked(m, g, Flat(4), s, cal);
+  EXPECT_DOUBLE_EQ(partial.time.compute_s, none.time.compute_s);
+  EXPECT_NEAR(none.time.compute_s - full.time.compute_s, 16 * 3 * 400e-6, 1e-12);
+  cal.moe_host_overhead_us = 0;
+  cal.moe_layer_overhead_us = 0;
+  EXPECT_NEAR(full.time.compute_s - PredictUnchecked(m, g, Flat(4), s, cal).time.compute_s, 16 * 3 * 100e-6, 1e-12);
+}
+
+// Grouped GEMMs run narrow when each expert sees few tokens: the same routed
+// FLOPs over 16 x more experts take longer.
+TEST(CostModelMoeTest, FewTokensPerExpertSlowTheGroupedGemm) {
+  const ModelSpec m = TinyMoe();
+  ModelSpec many = m;
+  many.experts = 16 * m.experts;
+  Strategy s;
+  s.ep = 4;
+  s.dp = 4;
+  s.grad_accum = 16;
+  const GpuSpec g = *FindGpu("h100");
+  EXPECT_GT(PredictUnchecked(many, g, Flat(4), s, NoOverheads()).time.compute_s,
+            PredictUnchecked(m, g, Flat(4), s, NoOverheads()).time.compute_s);
+}
+
+// The routed experts' GEMM time, pinned through the load factor (the busiest
+// rank's share scales it): FLOPs / TP at the peak x the GEMM fraction x the
+// shape of the expert width on one TP rank x the shape of the tokens per
+// expert.
+TEST(CostModelMoeTest, ExpertGemmTimeFollowsWidthTokensAndTp) {
+  ModelSpec m = TinyMoe();
+  Strategy s;
+  s.tp = 2;
+  s.ep = 2;
+  s.dp = 2;
+  s.grad_accum = 32;
+  const GpuSpec g = *FindGpu("h100");
+  const Calibration cal = NoOverheads();
+  const double even = PredictUnchecked(m, g, Flat(4), s, cal).time.compute_s;
+  m.moe_imbalance = 2;
+  const double skewed = PredictUnchecked(m, g, Flat(4), s, cal).time.compute_s;
+  const double tokens = 2048;
+  const double per_expert = tokens * 4 /*top_k*/ * 2 /*ep*/ / 32 /*experts*/;  // 512
+  const double width = 512.0 / 2;                                              // expert_ffn / tp
+  const double rate = g.bf16_tflops * 1e12 * cal.GemmFraction("hopper", "16-bit") * (width / (width + 128)) *
+                      (per_expert / (per_expert + 128));
+  const double exp_fwd = tokens * ForwardFlopsPerToken(m, m.seq_len).expert / 2 /*tp*/ / rate;
+  EXPECT_NEAR(skewed - even, 32 * 3 * exp_fwd, 1e-9 * skewed);
+}
+
+// FP8 attention runs the attention core at the FP8 peak; a GPU without FP8
+// tensor cores runs it as before.
+TEST(CostModelMoeTest, Fp8AttentionRunsAtTheFp8PeakWhereThereIsOne) {
+  const ModelSpec m = TinyMoe();
+  Strategy s;
+  s.ep = 4;
+  s.dp = 4;
+  s.grad_accum = 16;
+  s.precision = Precision::kMxfp8;
+  const GpuSpec b200 = *FindGpu("b200");
+  const Prediction bf16_attn = PredictUnchecked(m, b200, Flat(4), s, NoOverheads());
+  s.fp8_attention = true;
+  const Prediction fp8_attn = PredictUnchecked(m, b200, Flat(4), s, NoOverheads());
+  EXPECT_LT(fp8_attn.time.compute_s, bf16_attn.time.compute_s);
+  // Attention is 3.5 forward passes of the core; at twice the peak it takes
+  // half: the saving is below half the compute and depends on the sequence.
+  EXPECT_LT(bf16_attn.time.compute_s - fp8_attn.time.compute_s, 0.5 * bf16_attn.time.compute_s);
+  ModelSpec longer = m;
+  longer.seq_len = 2 * m.seq_len;
+  longer.global_batch = m.global_batch / 2;  // the same tokens
+  s.fp8_attention = false;
+  const double long_bf16 = PredictUnchecked(longer, b200, Flat(4), s, NoOverheads()).time.compute_s;
+  s.fp8_attention = true;
+  const double long_fp8 = PredictUnchecked(longer, b200, Flat(4), s, NoOverheads()).time.compute_s;
+  EXPECT_GT(long_bf16 - long_fp8, bf16_attn.time.compute_s - fp8_attn.time.compute_s);  // attention grows with s
+  s.precision = Precision::kBf16;
+  const GpuSpec a100 = *FindGpu("a100");
+  s.fp8_attention = false;
+  const double a100_plain = PredictUnchecked(m, a100, Flat(4), s, NoOverheads()).time.compute_s;
+  s.fp8_attention = true;
+  EXPECT_DOUBLE_EQ(PredictUnchecked(m, a100, Flat(4), s, NoOverheads()).time.compute_s, a100_plain);
+}
+
+// A fused expert MLP never writes the routed copies' FC1 output or its
+// activation: 3 passes forward and 6 backward of top_k x gated expert_ffn
+// BF16 elements per token, and, in FP8, the quantisation of FC2's input and
+// FC1's output gradient.
+TEST(CostModelMoeTest, AFusedExpertMlpSkipsTheIntermediateTraffic) {
+  const ModelSpec m = TinyMoe();
+  Strategy s;
+  s.tp = 2;  // the expert FFN is split over TP
+  s.ep = 2;
+  s.dp = 2;
+  s.grad_accum = 16;
+  s.precision = Precision::kMxfp8;
+  const GpuSpec g = *FindGpu("b200");
+  const Prediction plain = PredictUnchecked(m, g, Flat(4), s, NoOverheads());
+  s.fused_expert_mlp = true;
+  const Prediction fused = PredictUnchecked(m, g, Flat(4), s, NoOverheads());
+  const double tokens = 2048, layers = 4, top_k = 4, ffn = 512 / 2;
+  const double bf16_bytes = 3.0 * 2.0 * tokens * 3.0 * top_k * ffn * 2 * layers;
+  const double fp8_bytes = top_k * 3 * ffn * (2.0 + 2.0 * (1.0 + 1.0 / 32)) * tokens * layers;
+  const double hbm = g.hbm_tbps * 1e12 * 0.7;
+  EXPECT_NEAR(plain.time.compute_s - fused.time.compute_s, 16 * (bf16_bytes + fp8_bytes) / hbm, 1e-12);
+  // Without a gate FC1's output is one expert_ffn wide, not two.
+  ModelSpec plain_mlp = m;
+  plain_mlp.gated_mlp = false;
+  const double unfused = PredictUnchecked(plain_mlp, g, Flat(4), s, NoOverheads()).time.compute_s;
+  s.fused_expert_mlp = false;
+  const double ungated_plain = PredictUnchecked(plain_mlp, g, Flat(4), s, NoOverheads()).time.compute_s;
+  s.fused_expert_mlp = true;
+  const double ungated_bytes = 3.0 * 2.0 * tokens * 3.0 * top_k * ffn * layers +
+                               top_k * 2 * ffn * (2.0 + 2.0 * (1.0 + 1.0 / 32)) * tokens * layers;
+  EXPECT_NEAR(ungated_plain - unfused, 16 * ungated_bytes / hbm, 1e-12);
+  // A dense model has no expert MLP to fuse.
+  ModelSpec dense = m;
+  dense.experts = 0;
+  dense.top_k = 0;
+  dense.expert_ffn = 0;
+  Strategy d;
+  d.dp = 4;
+  d.grad_accum = 16;
+  d.precision = Precision::kMxfp8;
+  const double dense_plain = PredictUnchecked(dense, g, Flat(4), d, NoOverheads()).time.compute_s;
+  d.fused_expert_mlp = true;
+  EXPECT_DOUBLE_EQ(PredictUnchecked(dense, g, Flat(4), d, NoOverheads()).time.compute_s, dense_plain);
 }
 
 TEST(CostModelMoeTest, TheBusiestExpertSetsThePaceUnlessTokensAreDropped) {

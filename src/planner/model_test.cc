@@ -6,16 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include "common/test_files.h"
 #include "planner/gpu.h"
 
 namespace tidal::planner {
 namespace {
 
-std::string WriteTemp(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
+using test::WriteTemp;
 
 TEST(ModelPresetTest, IssueModelsAllPresent) {
   for (const char* n : {"gpt3-175b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b",
