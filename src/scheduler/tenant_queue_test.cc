@@ -1868,6 +1868,54 @@ TEST(TenantQueue, KueueStartsJobsWithinTheirQuotaBeforeBorrowers) {
   EXPECT_TRUE(p.preempted.empty());
 }
 
+// Among borrowers, the lower LAS queue goes first. a1 (A, 8 GPUs) is
+// preempted at 500 by b1 after reaching Q1 (3600 GPU-s at 450); c1 (C)
+// arrives at 600 in Q0, with b1 still in Q0 (800 GPU-s). When b1 ends at
+// 1500, c1 starts, not a1, and a1 (Q1) may not preempt it (Q0).
+TEST(TenantQueue, LasOnBorrowedStartsTheLowerQueueFirst) {
+  Harness h(1, Tree({{"A", 0}, {"B", 0}, {"C", 0}}, 8), QueuePolicy::kTidal);
+  const Job& a1 = h.Push("A", 8, 100000, 0);
+  ASSERT_EQ(h.Started(h.Schedule(0)), (Names{a1.name}));
+  const Job& b1 = h.Push("B", 8, 1000, 500);
+  QueuePass p = h.Schedule(500);
+  ASSERT_EQ(h.Preempted(p), (Lost{{a1.name, 4480}}));
+  ASSERT_EQ(h.Started(p), (Names{b1.name}));
+  const Job& c1 = h.Push("C", 8, 1000, 600);  // b1 has 800 GPU-s: both in Q0, no preemption
+  p = h.Schedule(600);
+  ASSERT_TRUE(p.started.empty());
+  ASSERT_TRUE(p.preempted.empty()) << h.Preempted(p)[0].first;
+  h.Finish(b1);
+  p = h.Schedule(1500);
+  EXPECT_EQ(h.Started(p), (Names{c1.name}));
+  EXPECT_TRUE(p.preempted.empty());
+}
+
+// Slurm's multifactor priority: weight_fairshare x 2^(-U/S) + weight_age x
+// min(1, waited / max_age). One 8-GPU node, A and B with floors 4 and 4.
+// a1 (A, 8 GPUs) runs 0-1000, so at 1000 A has all the usage: U = 1,
+// S = 1/2, A's factor 2^-2 = 0.25 against B's 1. a2 (A) waits from 100, b1
+// (B) from 900; one fits. With Slurm's default weights (10000, 1000, a week)
+// fair share decides: b1. With the age weight 100000 over max_age 1000 s,
+// a2's 0.9 of full age outweighs it: 2500 + 90000 > 10000 + 10000: a2.
+TEST(TenantQueue, SlurmMultifactorWeighsFairShareAgainstAge) {
+  for (const bool age_heavy : {false, true}) {
+    SCOPED_TRACE(age_heavy ? "age weight 100000" : "default weights");
+    Harness h(1, Tree({{"A", 4}, {"B", 4}}, 8), QueuePolicy::kSlurmMultifactor, [&](TenantQueueOptions& o) {
+      if (!age_heavy) return;
+      o.slurm_weight_age = 100000;
+      o.slurm_max_age_s = 1000;
+    });
+    const Job& a1 = h.Push("A", 8, 1000, 0);
+    ASSERT_EQ(h.Started(h.Schedule(0)), (Names{a1.name}));
+    const Job& a2 = h.Push("A", 8, 100, 100);
+    h.Schedule(100);
+    const Job& b1 = h.Push("B", 8, 100, 900);
+    h.Schedule(900);
+    h.Finish(a1);
+    EXPECT_EQ(h.Started(h.Schedule(1000)), (Names{age_heavy ? a2.name : b1.name}));
+  }
+}
+
 // Plain LAS (Tiresias) knows no tiers: a job of a guaranteed-tier tenant in
 // a higher LAS queue is preempted like any other. One 8-GPU node; A is
 // guaranteed. a1 (8) from 0 reaches Q1 at 450; b1 (8) arrives at 500 in Q0:
