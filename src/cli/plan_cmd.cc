@@ -22,6 +22,9 @@ struct PlanArgs {
   std::string split = "all";
   std::string split_file;
   std::string recipe_file;
+  std::string cuda_graphs = "none";
+  bool fp8_attention = false;
+  bool fused_expert_mlp = false;
   bool explain = false;
   bool json = false;
   std::string model;
@@ -181,6 +184,9 @@ nlohmann::json PlanJson(const Plan& p) {
           {"zero_stage", s.zero_stage},
           {"recompute", std::string(RecomputeName(s.recompute))},
           {"sequence_parallel", s.sequence_parallel},
+          {"cuda_graphs", std::string(CudaGraphsName(s.cuda_graphs))},
+          {"fp8_attention", s.fp8_attention},
+          {"fused_expert_mlp", s.fused_expert_mlp},
           {"step_time_s", r.step_time_s},
           {"tokens_per_s", r.tokens_per_s},
           {"tflops_per_gpu", r.tflops_per_gpu},
@@ -216,6 +222,11 @@ int RunPlan(const PlanArgs& a) {
   SearchOptions opt;
   opt.top = a.top;
   opt.precision = *prec;
+  auto graphs = ParseCudaGraphs(a.cuda_graphs);
+  if (!graphs) return Fail("--cuda-graphs: " + graphs.error().message);
+  opt.cuda_graphs = *graphs;
+  opt.fp8_attention = a.fp8_attention;
+  opt.fused_expert_mlp = a.fused_expert_mlp;
   opt.global_batch = a.global_batch;
   const Calibration cal = DefaultCalibration();
   auto res = SearchPlans(*model, *gpu, *pl, opt, cal);
@@ -256,8 +267,13 @@ int RunPlan(const PlanArgs& a) {
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("{} on {} x {} ({}), global batch {} x seq {}: {} strategies evaluated, {} over memory\n\n", m.name,
+  fmt::print("{} on {} x {} ({}), global batch {} x seq {}: {} strategies evaluated, {} over memory\n", m.name,
              a.gpus, gpu->name, PrecisionName(*prec), m.global_batch, m.seq_len, res->evaluated, res->pruned_memory);
+  if (opt.cuda_graphs != CudaGraphs::kNone || opt.fp8_attention || best.strategy.fused_expert_mlp) {
+    fmt::print("recipe: CUDA graphs {}{}{}\n", CudaGraphsName(opt.cuda_graphs), opt.fp8_attention ? ", FP8 attention" : "",
+               best.strategy.fused_expert_mlp ? ", fused expert MLP" : "");
+  }
+  fmt::print("\n");
   fmt::print("{:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>3} {:>5} {:>4} {:<9} {:>8} {:>8} {:>6} {:>6} {:>7} {:>6}\n",
              "rank", "tp", "pp", "dp", "cp", "ep", "vpp", "mb", "ga", "zero", "recompute", "step_s", "TFLOP/s",
              "MFU%", "HFU%", "mem_GiB", "comm%");
@@ -314,6 +330,14 @@ void RegisterPlanCommand(CLI::App& app) {
                   "interconnect: key=value list (domain, nvlink, net, latency, leaf, spine_latency, nodes) or a YAML file");
   cmd->add_option("--top", a->top, "plans to show");
   cmd->add_option("--precision", a->precision, "bf16, fp16, fp8 (delayed scaling), fp8-cs, mxfp8 or nvfp4");
+  cmd->add_option("--cuda-graphs", a->cuda_graphs,
+                  "what the recipe captures: none, partial (modules, e.g. attention and the MoE router) or full "
+                  "(the whole iteration)");
+  cmd->add_flag("--fp8-attention", a->fp8_attention,
+                "the recipe runs attention in FP8 (Transformer Engine fp8_dot_product_attention; not a Megatron-LM "
+                "argument, so not emitted)");
+  cmd->add_flag("--fused-expert-mlp", a->fused_expert_mlp,
+                "the recipe fuses the expert MLP (Transformer Engine op fuser, CuTeDSL grouped MLP; MoE models)");
   cmd->add_option("--global-batch", a->global_batch, "sequences per step (default: the model's)");
   cmd->add_option("--seq-len", a->seq_len, "sequence length (default: the model's)");
   cmd->add_option("--allreduce-saturation", a->allreduce_saturation,

@@ -134,6 +134,38 @@ TEST(PlanCliTest, RecipeFileErrorsNameTheLineAndNoneMeansDefaults) {
   EXPECT_GE(cited, 90);  // every Megatron-Bridge row the file names
 }
 
+// A user states what their framework does; the plan predicts and emits it.
+TEST(PlanCliTest, RecipeKnobsAreTakenAndEmitted) {
+  const std::string base = "plan --model qwen3-30b-a3b --gpus 64 --gpu gb200 --precision mxfp8 --top 1 ";
+  const Output r = Tidal(base + "--cuda-graphs full --fp8-attention --fused-expert-mlp --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["plans"][0]["cuda_graphs"], "full");
+  EXPECT_EQ(j["plans"][0]["fp8_attention"], true);
+  EXPECT_EQ(j["plans"][0]["fused_expert_mlp"], true);
+  std::string args;
+  for (const auto& a : j["megatron_args"]) args += a.get<std::string>() + " ";
+  EXPECT_NE(args.find("--cuda-graph-impl full_iteration"), std::string::npos) << args;
+  EXPECT_NE(args.find("--use-transformer-engine-op-fuser"), std::string::npos) << args;
+  const Output plain = Tidal(base + "--json");
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  const auto p = nlohmann::json::parse(plain.out);
+  EXPECT_EQ(p["plans"][0]["cuda_graphs"], "none");
+  EXPECT_GT(j["plans"][0]["tflops_per_gpu"].get<double>(), p["plans"][0]["tflops_per_gpu"].get<double>());
+  const Output text = Tidal(base + "--cuda-graphs partial --fused-expert-mlp");
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_NE(text.out.find("recipe: CUDA graphs partial, fused expert MLP\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("--cuda-graph-impl transformer_engine"), std::string::npos) << text.out;
+  EXPECT_EQ(plain.out.find("recipe:"), std::string::npos);
+  const Output bad = Tidal(base + "--cuda-graphs sometimes");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.out.find("--cuda-graphs: unknown CUDA graphs 'sometimes': use none, partial or full"), std::string::npos)
+      << bad.out;
+  const Output no_fp8 = Tidal("plan --model llama3-8b --gpus 8 --gpu a100 --fp8-attention");
+  EXPECT_EQ(no_fp8.status, 2);
+  EXPECT_NE(no_fp8.out.find("no FP8 tensor cores"), std::string::npos) << no_fp8.out;
+}
+
 TEST(PlanCliTest, PlanJsonHasTheIssueFieldsAndLaunchConfigs) {
   const Output r = Tidal("plan --model llama3-70b --gpus 512 --gpu h100 --top 5 --json");
   ASSERT_EQ(r.status, 0) << r.out;

@@ -74,6 +74,10 @@ std::vector<std::string> MegatronArgs(const ModelSpec& m, const Strategy& s) {
     kv("--recompute-method", "uniform");
     kv("--recompute-num-layers", 1);
   }
+  if (s.cuda_graphs != CudaGraphs::kNone) {
+    kv("--cuda-graph-impl", s.cuda_graphs == CudaGraphs::kFull ? "full_iteration" : "transformer_engine");
+  }
+  if (s.fused_expert_mlp && m.IsMoe()) a.push_back("--use-transformer-engine-op-fuser");
   if (s.sequence_parallel && s.tp > 1) a.push_back("--sequence-parallel");
   if (s.overlap_tp_comm && s.tp > 1) a.push_back("--tp-comm-overlap");
   if (s.overlap_ep_comm && s.ep > 1) {

@@ -67,6 +67,18 @@ std::vector<std::pair<ModelSpec, Strategy>> Plans() {
       if (!r) continue;
       for (const auto& plan : r->plans) out.emplace_back(m, plan.strategy);
     }
+    // Megatron-Bridge 26.06's recipe knobs, and partial graphs.
+    for (CudaGraphs g : {CudaGraphs::kFull, CudaGraphs::kPartial}) {
+      SearchOptions opt;
+      opt.top = 1;
+      opt.precision = Precision::kMxfp8;
+      opt.cuda_graphs = g;
+      opt.fp8_attention = true;
+      opt.fused_expert_mlp = true;
+      auto r = SearchPlans(m, gb200, DefaultPlacement(gb200, gpus), opt, DefaultCalibration());
+      EXPECT_TRUE(r) << model << ": " << r.error().message;
+      if (r) out.emplace_back(m, r->plans.front().strategy);
+    }
   }
   {
     // Llama 3.1 405B as Megatron-Bridge runs it on GB200: an uneven split
@@ -134,7 +146,8 @@ TEST(EmitTest, EveryMegatronFlagExistsWithAValidValue) {
                            "--sequence-parallel", "--use-distributed-optimizer", "--fp8-recipe", "--fp4-recipe",
                            "--moe-token-dispatcher-type", "--moe-flex-dispatcher-backend",
                            "--overlap-moe-expert-parallel-comm", "--mtp-num-layers",
-                           "--num-virtual-stages-per-pipeline-rank"}) {
+                           "--num-virtual-stages-per-pipeline-rank", "--cuda-graph-impl",
+                           "--use-transformer-engine-op-fuser"}) {
     EXPECT_TRUE(seen.contains(must)) << must << " never emitted";
   }
 }
@@ -170,6 +183,79 @@ TEST(EmitTest, VirtualStagesAndUnevenSplitsAreSpelledAsLayerCounts) {
   s.vpp = 7;
   s.grad_accum = 9;
   EXPECT_NE(MegatronArgsLine(m, s).find("--num-layers-per-virtual-pipeline-stage 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tidal::planner
+
+namespace tidal::planner {
+namespace {
+
+// "--flag value" pairs and switches as one string, for presence checks.
+std::string Joined(const ModelSpec& m, const Strategy& s) {
+  std::string out = " ";
+  for (const auto& a : MegatronArgs(m, s)) out += a + " ";
+  return out;
+}
+
+// Each knob's flags appear exactly when the strategy has it.
+TEST(EmitTest, FlagsFollowTheStrategy) {
+  ModelSpec moe = *FindModelPreset("qwen3-30b-a3b");
+  const ModelSpec dense = *FindModelPreset("llama3-8b");
+  Strategy s;
+  s.dp = 8;
+  EXPECT_EQ(Joined(dense, s).find("--recompute-granularity"), std::string::npos);
+  s.recompute = Recompute::kSelective;
+  EXPECT_NE(Joined(dense, s).find(" --recompute-granularity selective "), std::string::npos);
+  EXPECT_EQ(Joined(dense, s).find("--recompute-method"), std::string::npos);
+  s.recompute = Recompute::kFull;
+  EXPECT_NE(Joined(dense, s).find(" --recompute-granularity full --recompute-method uniform "), std::string::npos);
+  s.recompute = Recompute::kNone;
+  // MoE: no dispatcher and no EP overlap without EP; all-to-all inside the domain.
+  s.overlap_ep_comm = true;
+  EXPECT_EQ(Joined(moe, s).find("--moe-token-dispatcher-type"), std::string::npos);
+  EXPECT_EQ(Joined(moe, s).find("--overlap-moe-expert-parallel-comm"), std::string::npos);
+  s.ep = 2;
+  EXPECT_NE(Joined(moe, s).find(" --moe-token-dispatcher-type alltoall "), std::string::npos);
+  EXPECT_NE(Joined(moe, s).find(" --overlap-moe-expert-parallel-comm --delay-wgrad-compute "), std::string::npos);
+  s.overlap_ep_comm = false;
+  EXPECT_EQ(Joined(moe, s).find("--overlap-moe-expert-parallel-comm"), std::string::npos);
+  // One leading dense layer is spelled in the layer pattern.
+  EXPECT_EQ(Joined(moe, s).find("--moe-layer-freq"), std::string::npos);
+  moe.first_dense_layers = 1;
+  EXPECT_NE(Joined(moe, s).find(" --moe-layer-freq ([0]*1+[1]*47) "), std::string::npos) << Joined(moe, s);
+  // The recipe's knobs.
+  EXPECT_EQ(Joined(moe, s).find("--cuda-graph-impl"), std::string::npos);
+  EXPECT_EQ(Joined(moe, s).find("--use-transformer-engine-op-fuser"), std::string::npos);
+  s.cuda_graphs = CudaGraphs::kPartial;
+  EXPECT_NE(Joined(moe, s).find(" --cuda-graph-impl transformer_engine "), std::string::npos);
+  s.cuda_graphs = CudaGraphs::kFull;
+  EXPECT_NE(Joined(moe, s).find(" --cuda-graph-impl full_iteration "), std::string::npos);
+  s.fused_expert_mlp = true;
+  EXPECT_NE(Joined(moe, s).find(" --use-transformer-engine-op-fuser "), std::string::npos);
+  Strategy d;
+  d.dp = 8;
+  d.fused_expert_mlp = true;  // nothing to fuse in a dense model
+  EXPECT_EQ(Joined(dense, d).find("--use-transformer-engine-op-fuser"), std::string::npos);
+  // Sequence parallelism and TP overlap need TP > 1.
+  d.sequence_parallel = true;
+  d.overlap_tp_comm = true;
+  EXPECT_EQ(Joined(dense, d).find("--sequence-parallel"), std::string::npos);
+  EXPECT_EQ(Joined(dense, d).find("--tp-comm-overlap"), std::string::npos);
+  d.tp = 2;
+  d.dp = 4;
+  EXPECT_NE(Joined(dense, d).find(" --sequence-parallel "), std::string::npos);
+  EXPECT_NE(Joined(dense, d).find(" --tp-comm-overlap "), std::string::npos);
+  d.sequence_parallel = false;
+  d.overlap_tp_comm = false;
+  EXPECT_EQ(Joined(dense, d).find("--sequence-parallel"), std::string::npos);
+  EXPECT_EQ(Joined(dense, d).find("--tp-comm-overlap"), std::string::npos);
+  // Untied output weights are said; tied ones are Megatron's default.
+  ModelSpec tied = dense;
+  tied.tied_embeddings = false;
+  EXPECT_NE(Joined(tied, d).find(" --untie-embeddings-and-output-weights "), std::string::npos);
+  tied.tied_embeddings = true;
+  EXPECT_EQ(Joined(tied, d).find("--untie-embeddings-and-output-weights"), std::string::npos);
 }
 
 }  // namespace

@@ -21,6 +21,10 @@ Result<SearchResult> SearchPlans(const ModelSpec& m0, const GpuSpec& gpu, const 
   if (opt.global_batch > 0) m.global_batch = opt.global_batch;
   TIDAL_RETURN_IF_ERROR(ValidateModel(m));
   TIDAL_RETURN_IF_ERROR(gpu.PeakFlops(opt.precision));
+  if (opt.fp8_attention && gpu.fp8_tflops <= 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "GPU {} has no FP8 tensor cores for FP8 attention; drop it",
+                     gpu.name);
+  }
   const int gpus = pl.gpus;
   if (gpus <= 0 || gpus > 10'000'000) {
     return MakeError(ErrorCode::kInvalidArgument, "GPU count {} is outside 1..10,000,000", gpus);
@@ -96,6 +100,9 @@ Result<SearchResult> SearchPlans(const ModelSpec& m0, const GpuSpec& gpu, const 
                   s.ep_dedup = s.ep > 1 && s.tp * s.cp * s.ep > pl.gpus_per_domain;
                   s.first_stage_layers = first;
                   s.last_stage_layers = last;
+                  s.cuda_graphs = opt.cuda_graphs;
+                  s.fp8_attention = opt.fp8_attention;
+                  s.fused_expert_mlp = opt.fused_expert_mlp && m.IsMoe();
                   offer(s);
                   }
                 }

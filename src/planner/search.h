@@ -25,6 +25,11 @@ struct SearchOptions {
   int tp = 0, pp = 0, cp = 0, ep = 0;
   std::optional<int> zero_stage;
   std::optional<Recompute> recompute;
+  // What the framework's recipe does, the same for every strategy (not
+  // searched; recipe_rules.h reads them for published runs).
+  CudaGraphs cuda_graphs = CudaGraphs::kNone;
+  bool fp8_attention = false;     // needs FP8 tensor cores
+  bool fused_expert_mlp = false;  // MoE models only; ignored for dense ones
 };
 
 struct Plan {

@@ -114,6 +114,63 @@ TEST(SearchTest, MoeSearchUsesExpertParallelism) {
   EXPECT_TRUE(any_ep);
 }
 
+// The recipe's knobs hold for every strategy searched; FP8 attention needs
+// FP8 tensor cores, and a dense model has no expert MLP to fuse.
+TEST(SearchTest, RecipeKnobsApplyToEveryPlan) {
+  const ModelSpec moe = *FindModelPreset("qwen3-30b-a3b");
+  const GpuSpec gb200 = *FindGpu("gb200");
+  SearchOptions opt;
+  opt.precision = Precision::kMxfp8;
+  auto plain = SearchPlans(moe, gb200, DefaultPlacement(gb200, 64), opt, DefaultCalibration());
+  ASSERT_TRUE(plain) << plain.error().message;
+  opt.cuda_graphs = CudaGraphs::kFull;
+  opt.fp8_attention = true;
+  opt.fused_expert_mlp = true;
+  auto tuned = SearchPlans(moe, gb200, DefaultPlacement(gb200, 64), opt, DefaultCalibration());
+  ASSERT_TRUE(tuned) << tuned.error().message;
+  for (const auto& p : tuned->plans) {
+    EXPECT_EQ(p.strategy.cuda_graphs, CudaGraphs::kFull);
+    EXPECT_TRUE(p.strategy.fp8_attention);
+    EXPECT_TRUE(p.strategy.fused_expert_mlp);
+  }
+  // FP8 attention and the fused MLP only take time away.
+  EXPECT_LT(tuned->plans.front().prediction.step_time_s, plain->plans.front().prediction.step_time_s);
+  const ModelSpec dense = *FindModelPreset("llama3-70b");
+  auto d = SearchPlans(dense, gb200, DefaultPlacement(gb200, 64), opt, DefaultCalibration());
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_FALSE(d->plans.front().strategy.fused_expert_mlp);
+  const GpuSpec a100 = *FindGpu("a100");
+  opt.precision = Precision::kBf16;
+  auto bad = SearchPlans(dense, a100, DefaultPlacement(a100, 64), opt, DefaultCalibration());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("no FP8 tensor cores for FP8 attention"), std::string::npos) << bad.error().message;
+}
+
+// The flex dispatcher exactly when the EP group (with TP and CP) leaves the
+// NVLink domain; a GPU count out of range is an error.
+TEST(SearchTest, TheFlexDispatcherOnlyBeyondTheDomainAndGpuBounds) {
+  const ModelSpec moe = *FindModelPreset("qwen3-30b-a3b");
+  const GpuSpec h100 = *FindGpu("h100");
+  SearchOptions opt;
+  opt.top = 50;
+  auto r = SearchPlans(moe, h100, DefaultPlacement(h100, 64), opt, DefaultCalibration());
+  ASSERT_TRUE(r) << r.error().message;
+  for (const auto& p : r->plans) {
+    const Strategy& s = p.strategy;
+    EXPECT_EQ(s.ep_dedup, s.ep > 1 && s.tp * s.cp * s.ep > 8) << s.tp << " " << s.cp << " " << s.ep;
+  }
+  for (int gpus : {0, 10'000'001}) {
+    auto bad = SearchPlans(moe, h100, DefaultPlacement(h100, gpus), opt, DefaultCalibration());
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("outside 1..10,000,000"), std::string::npos) << bad.error().message;
+  }
+  // One GPU is in range: the error, if any, is about the model, not the count.
+  auto one = SearchPlans(moe, h100, DefaultPlacement(h100, 1), opt, DefaultCalibration());
+  if (!one) {
+    EXPECT_EQ(one.error().message.find("outside 1..10,000,000"), std::string::npos) << one.error().message;
+  }
+}
+
 TEST(SearchTest, ImpossibleJobIsUnresolvableWithAdvice) {
   const ModelSpec m = *FindModelPreset("llama3-405b");
   const GpuSpec g = *FindGpu("a100");
