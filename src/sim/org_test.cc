@@ -260,7 +260,9 @@ TEST(OrgConfig, TheShippedDefaultReads) {
   EXPECT_EQ(c->after.queue, "tidal");
   for (const auto* f : {&c->reference_model, &c->before.workload_model, &c->after.workload_model, &c->market}) {
     EXPECT_TRUE(fs::exists(*f)) << *f;
-    if (f != &c->market) EXPECT_TRUE(WorkloadModel::Read(*f).has_value()) << *f;
+    if (f != &c->market) {
+      EXPECT_TRUE(WorkloadModel::Read(*f).has_value()) << *f;
+    }
   }
   EXPECT_FALSE(WorkloadModel::Read(c->before.workload_model)->planned());
   EXPECT_TRUE(WorkloadModel::Read(c->after.workload_model)->planned());
