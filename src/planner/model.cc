@@ -107,6 +107,13 @@ const std::vector<Preset>& Presets() {
                          64, 128),
                      256, 8, 2048, 1, 3, /*mtp=*/1),
                  {"deepseek-v3", "deepseek v3", "deepseek v3 671b", "deepseek-v3 671b"}});
+    // Kimi K2 (Moonshot AI, 2025): DeepSeek-V3's architecture with 384
+    // experts, 64 heads, one leading dense layer, no MTP module; batch 67M
+    // tokens (technical report). Public config.json of moonshotai/Kimi-K2.
+    p.push_back({Moe(Mla(Dense("kimi-k2", 61, 7168, 64, 64, 18432, true, 163840, 4096, 16384), 1536, 512, 128, 64,
+                         128),
+                     384, 8, 2048, 1, 1),
+                 {"kimi-k2", "kimi k2", "kimi-k2 1t"}});
     p.push_back({Moe(WithHeadDim(Dense("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, true, 151936, 4096, 1024), 128),
                      128, 8, 768, 0, 0),
                  {"qwen3-30b-a3b", "qwen3 moe 30b", "qwen3-30b"}});

@@ -30,13 +30,13 @@ TEST(ModelPresetTest, MatchesPublishedTableSpellings) {
       {"LLAMA3-70B", "llama3-70b"},         {"Llama3 70B", "llama3-70b"},       {"GPT3-175B", "gpt3-175b"},
       {"GPT 175B (GPT-3)", "gpt3-175b"},    {"GPT-3 175B", "gpt3-175b"},        {"LLAMA2-13B", "llama2-13b"},
       {"Nemotron-340B", "nemotron-4-340b"}, {"DeepSeek V3 671B", "deepseek-v3"}, {"Qwen3 MoE 30B", "qwen3-30b-a3b"},
-      {"GPT-OSS 120B", "gpt-oss-120b"},     {"GPT 530B (MT-NLG)", "mt-nlg-530b"}};
+      {"GPT-OSS 120B", "gpt-oss-120b"},     {"GPT 530B (MT-NLG)", "mt-nlg-530b"}, {"Kimi K2", "kimi-k2"}};
   for (auto [table, preset] : names) {
     auto m = FindModelPreset(table);
     ASSERT_TRUE(m) << table;
     EXPECT_EQ(m->name, preset) << table;
   }
-  auto missing = FindModelPreset("Kimi K2");
+  auto missing = FindModelPreset("Nemotron V3 Nano 30B");
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("presets:"), std::string::npos);
 }
@@ -54,7 +54,7 @@ TEST(ModelPresetTest, ParameterCountsMatchPublishedSizes) {
                         Want{"qwen3-30b-a3b", 30.5, 3.3}, Want{"qwen3-235b-a22b", 235, 22},
                         Want{"gpt-oss-120b", 117, 5.1}, Want{"gpt-oss-20b", 21, 3.6},
                         Want{"nemotron-4-340b", 341, 341}, Want{"nemotron-4-15b", 15.7, 15.7},
-                        Want{"deepseek-v3", 671, 37}}) {
+                        Want{"deepseek-v3", 671, 37}, Want{"kimi-k2", 1040, 32.6}}) {
     auto m = FindModelPreset(w.name);
     ASSERT_TRUE(m);
     EXPECT_NEAR(m->TotalParams() / 1e9, w.total_b, 0.06 * w.total_b) << w.name;
