@@ -332,6 +332,15 @@ Result<std::string> FillCase(const CsvRow& r, const Columns& c, CalibrationCase&
       k.assumptions.push_back("flex dispatcher (DeepEP/HybridEP) for an EP group wider than the NVLink domain");
     }
   }
+  if (s.zero_stage == 3 && s.pp > 1 && Has(notes, "fsdp2")) {
+    if (auto ga = NoteNumber(notes, R"((?:^|[ ;])ga=([0-9]+))"); ga && *ga >= 1 && *ga <= s.grad_accum) {
+      s.zero3_rounds = static_cast<int>(*ga);
+      k.assumptions.push_back(fmt::format("FSDP2 with PP keeps weights gathered through a schedule's micro-batches "
+                                          "(no reshard after forward): gathered and reduce-scattered once per "
+                                          "accumulation round, {} per step (GA={})",
+                                          s.zero3_rounds, s.zero3_rounds));
+    }
+  }
   if (m.layers % s.pp != 0) {
     if (!SplitLayers(m.layers, s.pp, s.first_stage_layers, s.last_stage_layers)) {
       return fmt::format("pp {} does not divide {} layers and no first/last-stage split fits", s.pp, m.layers);

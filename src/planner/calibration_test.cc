@@ -291,3 +291,48 @@ TEST(CalibrationRowsTest, DeepSeekV3WithoutItsMtpModuleWhenTheFlopsSaySo) {
 
 }  // namespace
 }  // namespace tidal::planner
+
+namespace tidal::planner {
+namespace {
+
+// FSDP2 with PP (NeMo AutoModel's rows): rounds from the notes' GA=.
+TEST(CalibrationRowsTest, Fsdp2WithPipelineTakesItsRoundsFromTheNotes) {
+  const std::string src = "github.com/NVIDIA-NeMo/Automodel:docs/performance-summary.mdx@x,DeepSeek V3 671B,671,61,7168,"
+                          "128,2048,128000,4096,";
+  const std::string notes = "NeMo AutoModel (PyTorch FSDP2 backend); BF16; FSDP=256; LBS=8; GA=4; "
+                            "tokens/s/GPU=865; arch: DeepSeek-V3";
+  const std::string rows = std::string(kRunsHeader) +
+                           // PP 4: four rounds
+                           src + "8192,1,1024,H100-SXM-80GB,1,4,,1,64,8,,3 (FSDP2),216,,\"" + notes + "\"\n" +
+                           // no PP: every micro-batch
+                           src + "8192,1,1024,H100-SXM-80GB,1,1,,1,64,,,3 (FSDP2),216,,\"" + notes + "\"\n" +
+                           // no GA stated: every micro-batch
+                           src + "8192,1,1024,H100-SXM-80GB,1,4,,1,64,8,,3 (FSDP2),216,,\"NeMo AutoModel (PyTorch "
+                           "FSDP2 backend); BF16; tokens/s/GPU=865\"\n";
+  // GA 0 and GA above the micro-batches per step are not rounds; 1 and all of them are.
+  std::string more = rows;
+  for (const char* ga : {"GA=0", "GA=33", "GA=32", "GA=1"}) {
+    std::string n = notes;
+    n.replace(n.find("GA=4"), 4, ga);
+    more += src + "8192,1,1024,H100-SXM-80GB,1,4,,1,64,8,,3 (FSDP2),216,,\"" + n + "\"\n";
+  }
+  auto cases = LoadCalibrationCases(WriteTemp("runs_fsdp2.csv", more));
+  ASSERT_TRUE(cases) << cases.error().message;
+  ASSERT_EQ(cases->size(), 7u);
+  for (const auto& c : *cases) ASSERT_TRUE(c.usable) << c.line << ": " << c.skip_reason;
+  EXPECT_EQ((*cases)[0].strategy.zero3_rounds, 4);
+  EXPECT_EQ((*cases)[0].strategy.grad_accum, 32);
+  EXPECT_EQ((*cases)[1].strategy.zero3_rounds, 0);
+  EXPECT_EQ((*cases)[2].strategy.zero3_rounds, 0);
+  EXPECT_EQ((*cases)[3].strategy.zero3_rounds, 0);
+  EXPECT_EQ((*cases)[4].strategy.zero3_rounds, 0);
+  EXPECT_EQ((*cases)[5].strategy.zero3_rounds, 32);
+  EXPECT_EQ((*cases)[6].strategy.zero3_rounds, 1);
+  bool said = false;
+  for (const auto& a : (*cases)[0].assumptions) said = said || a.find("once per accumulation round, 4 per step") != std::string::npos;
+  EXPECT_TRUE(said);
+  for (const auto& a : (*cases)[3].assumptions) EXPECT_EQ(a.find("accumulation round"), std::string::npos) << a;
+}
+
+}  // namespace
+}  // namespace tidal::planner

@@ -470,7 +470,18 @@ Prediction PredictUnchecked(const ModelSpec& m, const GpuSpec& gpu, const Placem
   const double win_bwd = (2.0 / 3.0) * compute_mb;
   const double win_fwd = (1.0 / 3.0) * compute_mb;
   double dp_total = 0, dp_exposed = 0;
-  if (s.zero_stage == 3) {
+  if (s.zero_stage == 3 && s.zero3_rounds > 0) {
+    // Once per round: the gather behind the round's first forward, the
+    // reduce-scatter behind its last backward.
+    const int rounds = std::min(s.zero3_rounds, mbs);
+    const double gather =
+        RingGatherOrScatter(dense_params * 2, g_dense, dl, beta) + RingGatherOrScatter(expert_params * 2, g_exp, dl, beta);
+    const double scatter = gather;  // the same bytes back (BF16 gradients)
+    dp_total = (gather + scatter) * rounds;
+    dp_exposed = (s.overlap_grad_reduce ? std::max(0.0, gather - win_fwd) + std::max(0.0, scatter - win_bwd)
+                                        : gather + scatter) *
+                 rounds;
+  } else if (s.zero_stage == 3) {
     // Weights gathered for forward and again for backward, gradients
     // reduce-scattered: every micro-batch, prefetched behind its compute.
     const double per_mb = 2 * RingGatherOrScatter(dense_params * 2, g_dense, dl, beta) +

@@ -70,6 +70,13 @@ struct Strategy {
   // The expert MLP fused into one kernel (CuTeDSL grouped MLP: FC1, the
   // activation, quantisation and FC2 without writing the intermediate).
   bool fused_expert_mlp = false;
+  // ZeRO-3 under pipeline parallelism as PyTorch FSDP2 runs it (torchtitan,
+  // NeMo AutoModel: no reshard after forward with PP, "to avoid
+  // per-microbatch all-gathers"): weights are gathered once and gradients
+  // reduce-scattered once per round of micro-batches, this many rounds per
+  // step. 0: every micro-batch gathers twice (forward, backward) and
+  // reduce-scatters.
+  int zero3_rounds = 0;
   // Uneven pipeline split (0 = even): layers on the first and the last stage.
   int first_stage_layers = 0;
   int last_stage_layers = 0;

@@ -663,6 +663,45 @@ TEST(CostModelMoeTest, ExpertGemmTimeFollowsWidthTokensAndTp) {
   EXPECT_NEAR(skewed - even, 32 * 3 * exp_fwd, 1e-9 * skewed);
 }
 
+// FSDP2 under PP gathers the weights once per round of micro-batches and
+// reduce-scatters once, instead of gathering twice and reduce-scattering
+// every micro-batch: 2 x 2 transfers against 3 x 8 here, the same bytes each.
+TEST(CostModelMoeTest, Fsdp2WithPipelineGathersOncePerRound) {
+  const ModelSpec m = TinyMoe();
+  Strategy s;
+  s.pp = 2;
+  s.ep = 2;
+  s.dp = 4;  // experts sharded over 2, the rest over 4
+  s.grad_accum = 8;
+  s.zero_stage = 3;
+  const GpuSpec g = *FindGpu("h100");
+  const Prediction every = PredictUnchecked(m, g, Flat(8), s, NoOverheads());
+  s.zero3_rounds = 2;
+  const Prediction rounds = PredictUnchecked(m, g, Flat(8), s, NoOverheads());
+  EXPECT_GT(every.time.dp_comm_total_s, 0);
+  EXPECT_NEAR(rounds.time.dp_comm_total_s, every.time.dp_comm_total_s * 4 / 24, 1e-12);
+  // Each round hides its gather behind the first micro-batch's forward (a
+  // third of its compute) and its reduce-scatter behind the last one's
+  // backward (two thirds).
+  const double each = rounds.time.dp_comm_total_s / 4, c = rounds.time.compute_s / 8;
+  EXPECT_NEAR(rounds.time.dp_comm_s, 2 * (std::max(0.0, each - c / 3) + std::max(0.0, each - 2 * c / 3)), 1e-12);
+  EXPECT_GT(rounds.time.dp_comm_s, 0);  // the 10 GB/s network is slower than that
+  s.overlap_grad_reduce = false;  // nothing hidden: all of it exposed
+  const Prediction exposed = PredictUnchecked(m, g, Flat(8), s, NoOverheads());
+  EXPECT_NEAR(exposed.time.dp_comm_s, exposed.time.dp_comm_total_s, 1e-12);
+  EXPECT_NEAR(exposed.time.dp_comm_total_s, rounds.time.dp_comm_total_s, 1e-12);
+  s.zero3_rounds = 100;  // never more rounds than micro-batches
+  EXPECT_NEAR(PredictUnchecked(m, g, Flat(8), s, NoOverheads()).time.dp_comm_total_s,
+              every.time.dp_comm_total_s * 16 / 24, 1e-12);
+  // The expert weights count, over their own (smaller) group.
+  ModelSpec one_expert = m;
+  one_expert.experts = 2;  // fewer expert weights per rank
+  s.overlap_grad_reduce = true;
+  s.zero3_rounds = 2;
+  EXPECT_LT(PredictUnchecked(one_expert, g, Flat(8), s, NoOverheads()).time.dp_comm_total_s,
+            rounds.time.dp_comm_total_s);
+}
+
 // FP8 attention runs the attention core at the FP8 peak; a GPU without FP8
 // tensor cores runs it as before.
 TEST(CostModelMoeTest, Fp8AttentionRunsAtTheFp8PeakWhereThereIsOne) {
