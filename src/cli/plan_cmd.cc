@@ -73,6 +73,9 @@ int RunValidate(const PlanArgs& a) {
                   "cuda_graphs,fp8_attention,ep_overlap,dispatcher,fused_grouped_mlp,source");
     }
     recipes = std::move(*r);
+  } else if (recipe_file.empty()) {
+    fmt::print(stderr, "tidal plan: no recipe file ({} not found from here; give --recipe-file): every row is "
+               "predicted with the framework defaults\n", kDefaultRecipeFile);
   }
   if (!split_file.empty()) {
     auto r = LoadSplitRules(split_file);
@@ -269,9 +272,9 @@ int RunPlan(const PlanArgs& a) {
   }
   fmt::print("{} on {} x {} ({}), global batch {} x seq {}: {} strategies evaluated, {} over memory\n", m.name,
              a.gpus, gpu->name, PrecisionName(*prec), m.global_batch, m.seq_len, res->evaluated, res->pruned_memory);
-  if (opt.cuda_graphs != CudaGraphs::kNone || opt.fp8_attention || best.strategy.fused_expert_mlp) {
-    fmt::print("recipe: CUDA graphs {}{}{}\n", CudaGraphsName(opt.cuda_graphs), opt.fp8_attention ? ", FP8 attention" : "",
-               best.strategy.fused_expert_mlp ? ", fused expert MLP" : "");
+  if (const Strategy& bs = best.strategy; bs.cuda_graphs != CudaGraphs::kNone || bs.fp8_attention || bs.fused_expert_mlp) {
+    fmt::print("recipe: CUDA graphs {}{}{}\n", CudaGraphsName(bs.cuda_graphs), bs.fp8_attention ? ", FP8 attention" : "",
+               bs.fused_expert_mlp ? ", fused expert MLP" : "");
   }
   fmt::print("\n");
   fmt::print("{:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>3} {:>3} {:>5} {:>4} {:<9} {:>8} {:>8} {:>6} {:>6} {:>7} {:>6}\n",

@@ -496,7 +496,7 @@ ValidationReport Validate(const std::vector<CalibrationCase>& cases, const Calib
     if (s.cuda_graphs != CudaGraphs::kNone) r.layout += fmt::format(" graphs={}", CudaGraphsName(s.cuda_graphs));
     if (s.fp8_attention) r.layout += " fp8-attn";
     if (s.fused_expert_mlp) r.layout += " fused-mlp";
-    if (s.ep > 1) r.layout += s.overlap_ep_comm ? " ep-overlap" : "";
+    if (s.ep > 1 && s.overlap_ep_comm) r.layout += " ep-overlap";
     errs.push_back(std::abs(r.error_pct));
     const std::string key = fmt::format("{}/{}/{}/{}", SplitName(r.split), r.generation, r.precision, r.family);
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });

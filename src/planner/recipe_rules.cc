@@ -1,6 +1,7 @@
 #include "planner/recipe_rules.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "common/csv.h"
 #include "common/strings.h"
@@ -16,11 +17,6 @@ Result<std::optional<bool>> OptBool(const CsvRow& r, size_t col) {
   if (l == "true") return std::optional<bool>(true);
   if (l == "false") return std::optional<bool>(false);
   return MakeError(ErrorCode::kParse, "{}: '{}' is not true, false or empty", r.Where(col), v);
-}
-
-std::string BaseName(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 void Drop(std::vector<std::string>& assumptions, std::string_view prefix) {
@@ -94,7 +90,7 @@ Result<std::vector<RecipeRule>> LoadRecipeRules(const std::string& path) {
 
 const RecipeRule* ApplyRecipe(const std::vector<RecipeRule>& rules, const std::string& notes_lower,
                               CalibrationCase& k) {
-  const std::string file = AsciiLower(BaseName(k.file));
+  const std::string file = AsciiLower(std::filesystem::path(k.file).filename().string());
   const std::string model = AsciiLower(k.model);
   const std::string container = NoteField(notes_lower, "container");
   const std::string system = NoteField(notes_lower, "system");
